@@ -1,0 +1,41 @@
+// Reply envelopes of the bus contract: {"result": ...} or {"error": {code, message, retriable, details}}.
+// Every process turns errors into replies here and nowhere else.
+import { AppError, type WireError } from "./app-error.ts";
+
+export type Reply<T> = { result: T } | { error: WireError };
+
+const encoder = new TextEncoder();
+const decoder = new TextDecoder();
+
+export function encodeJson(value: unknown): Uint8Array {
+  return encoder.encode(JSON.stringify(value));
+}
+
+/** Parses a JSON body; a body that is not JSON is INVALID_PARAMS. */
+export function decodeJson(data: Uint8Array): unknown {
+  if (data.length === 0) return {};
+  try {
+    return JSON.parse(decoder.decode(data));
+  } catch (cause) {
+    throw new AppError("INVALID_PARAMS", "body is not JSON", { cause });
+  }
+}
+
+export function okReply<T>(result: T): Uint8Array {
+  return encodeJson({ result });
+}
+
+/** Converts any thrown value into an error reply; a non-AppError is a bug and becomes INTERNAL. */
+export function errorReply(err: unknown, onBug?: (err: unknown) => void): Uint8Array {
+  if (err instanceof AppError) return encodeJson({ error: err.toWire() });
+  onBug?.(err);
+  return encodeJson({ error: new AppError("INTERNAL").toWire() });
+}
+
+/** Unwraps a reply: the result, or the AppError it carries. */
+export function unwrapReply<T>(data: Uint8Array): T {
+  const body = decodeJson(data) as Partial<{ result: T; error: unknown }> | null;
+  if (body && typeof body === "object" && "error" in body) throw AppError.fromWire(body.error);
+  if (body && typeof body === "object" && "result" in body) return body.result as T;
+  throw new AppError("INTERNAL", "malformed reply");
+}

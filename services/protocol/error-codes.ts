@@ -1,0 +1,172 @@
+// The one registry of stable error codes shared by host, agent worker, CLI and tests.
+// docs/errors.md lists every code; tests/error-registry.test.ts keeps the two equal.
+
+export const ErrorCode = {
+  INVALID_PARAMS: "INVALID_PARAMS",
+  INTERNAL: "INTERNAL",
+  PROTOCOL_MISMATCH: "PROTOCOL_MISMATCH",
+  UNKNOWN_METHOD: "UNKNOWN_METHOD",
+  FORBIDDEN: "FORBIDDEN",
+  PROJECT_NOT_FOUND: "PROJECT_NOT_FOUND",
+  SESSION_NOT_FOUND: "SESSION_NOT_FOUND",
+  WORKSPACE_NOT_ALLOWED: "WORKSPACE_NOT_ALLOWED",
+  AGENT_BUSY: "AGENT_BUSY",
+  HOST_OVERLOADED: "HOST_OVERLOADED",
+  TEST_HOOKS_DISABLED: "TEST_HOOKS_DISABLED",
+  TURN_TOKEN_INVALID: "TURN_TOKEN_INVALID",
+  TURN_NOT_CLAIMABLE: "TURN_NOT_CLAIMABLE",
+  TURN_ABORTED: "TURN_ABORTED",
+  TURN_LEASE_EXPIRED: "TURN_LEASE_EXPIRED",
+  TOOL_NOT_FOUND: "TOOL_NOT_FOUND",
+  TOOL_DISABLED_IN_PLAN: "TOOL_DISABLED_IN_PLAN",
+  TOOL_MUST_BE_ALONE: "TOOL_MUST_BE_ALONE",
+  TOOL_FAILED: "TOOL_FAILED",
+  WRITE_DISABLED_IN_PLAN: "WRITE_DISABLED_IN_PLAN",
+  EDIT_DISABLED_IN_PLAN: "EDIT_DISABLED_IN_PLAN",
+  PERMISSION_REQUIRED: "PERMISSION_REQUIRED",
+  SANDBOX_UNAVAILABLE: "SANDBOX_UNAVAILABLE",
+  PATH_OUTSIDE_WORKSPACE: "PATH_OUTSIDE_WORKSPACE",
+  WORKSPACE_PATH_DENIED: "WORKSPACE_PATH_DENIED",
+  FILE_NOT_FOUND: "FILE_NOT_FOUND",
+  FILE_IS_BINARY: "FILE_IS_BINARY",
+  EDIT_NO_MATCH: "EDIT_NO_MATCH",
+  EDIT_NOT_UNIQUE: "EDIT_NOT_UNIQUE",
+  PLAN_NOT_ACTIVE: "PLAN_NOT_ACTIVE",
+  PLAN_ALREADY_ACTIVE: "PLAN_ALREADY_ACTIVE",
+  PLAN_ALREADY_PENDING: "PLAN_ALREADY_PENDING",
+  PLAN_WORKSPACE_REQUIRED: "PLAN_WORKSPACE_REQUIRED",
+  PLAN_INVALID_ARGUMENT: "PLAN_INVALID_ARGUMENT",
+  PLAN_MARKDOWN_TOO_LARGE: "PLAN_MARKDOWN_TOO_LARGE",
+  PLAN_ARTIFACT_PATH_UNSAFE: "PLAN_ARTIFACT_PATH_UNSAFE",
+  PLAN_ARTIFACT_WRITE_FAILED: "PLAN_ARTIFACT_WRITE_FAILED",
+  PLAN_ARTIFACT_COLLISION_LIMIT: "PLAN_ARTIFACT_COLLISION_LIMIT",
+  PLAN_ARTIFACT_HASH_MISMATCH: "PLAN_ARTIFACT_HASH_MISMATCH",
+  PLAN_NOT_FOUND: "PLAN_NOT_FOUND",
+  PLAN_APPROVAL_STALE: "PLAN_APPROVAL_STALE",
+  PLAN_INVALID_ACTION: "PLAN_INVALID_ACTION",
+  PLAN_PERMISSION_MODE_REQUIRED: "PLAN_PERMISSION_MODE_REQUIRED",
+  PLAN_PERMISSION_MODE_INVALID: "PLAN_PERMISSION_MODE_INVALID",
+  PLAN_ALREADY_RESOLVED: "PLAN_ALREADY_RESOLVED",
+  PLAN_APPROVAL_TIMEOUT: "PLAN_APPROVAL_TIMEOUT",
+  PLAN_APPROVAL_CONFLICT: "PLAN_APPROVAL_CONFLICT",
+  PLAN_APPROVAL_INTERRUPTED: "PLAN_APPROVAL_INTERRUPTED",
+  PLAN_EXECUTION_INTERRUPTED: "PLAN_EXECUTION_INTERRUPTED",
+  PLAN_EXECUTION_STALE: "PLAN_EXECUTION_STALE",
+  PLAN_CONFIGURATION_BLOCKED: "PLAN_CONFIGURATION_BLOCKED",
+} as const;
+
+export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];
+
+export interface ErrorCodeInfo {
+  retriable: boolean;
+  message: string;
+}
+
+export const errorCodeInfo: Record<ErrorCode, ErrorCodeInfo> = {
+  INVALID_PARAMS: { retriable: false, message: "The request body does not match the method's schema." },
+  INTERNAL: { retriable: true, message: "An unexpected host failure; nothing was committed." },
+  PROTOCOL_MISMATCH: { retriable: false, message: "Client and host speak different protocol versions." },
+  UNKNOWN_METHOD: { retriable: false, message: "No such method on this subject." },
+  FORBIDDEN: { retriable: false, message: "The principal is neither the session's owner nor an approver." },
+  PROJECT_NOT_FOUND: { retriable: false, message: "No project with that id." },
+  SESSION_NOT_FOUND: { retriable: false, message: "No session with that id." },
+  WORKSPACE_NOT_ALLOWED: {
+    retriable: false,
+    message: "The workspace root is not an existing directory under a configured root.",
+  },
+  AGENT_BUSY: {
+    retriable: true,
+    message: "The session has a running turn, a pending approval or a queued/running execution.",
+  },
+  HOST_OVERLOADED: { retriable: true, message: "The host is at its concurrency limit; retry later." },
+  TEST_HOOKS_DISABLED: { retriable: false, message: "Test hooks are only served with PI_TEST_HOOKS=1." },
+  TURN_TOKEN_INVALID: {
+    retriable: false,
+    message: "The capability token is missing, revoked or belongs to another turn.",
+  },
+  TURN_NOT_CLAIMABLE: { retriable: false, message: "The turn was claimed already, ended or fenced." },
+  TURN_ABORTED: { retriable: false, message: "The turn was aborted." },
+  TURN_LEASE_EXPIRED: { retriable: false, message: "The worker stopped heartbeating; the turn was aborted." },
+  TOOL_NOT_FOUND: { retriable: false, message: "No such tool in Agent mode." },
+  TOOL_DISABLED_IN_PLAN: { retriable: false, message: "The tool is not available in Plan mode." },
+  TOOL_MUST_BE_ALONE: {
+    retriable: false,
+    message: "EnterPlanMode and ExitPlanMode must be the only tool call of their batch.",
+  },
+  TOOL_FAILED: { retriable: false, message: "The tool ran and failed." },
+  WRITE_DISABLED_IN_PLAN: { retriable: false, message: "Write is denied in Plan mode." },
+  EDIT_DISABLED_IN_PLAN: { retriable: false, message: "Edit is denied in Plan mode." },
+  PERMISSION_REQUIRED: {
+    retriable: false,
+    message: "The permission mode requires a person's confirmation; denied until prompts exist.",
+  },
+  SANDBOX_UNAVAILABLE: {
+    retriable: false,
+    message: "The tool sandbox cannot start here; the program was not run unconfined.",
+  },
+  PATH_OUTSIDE_WORKSPACE: { retriable: false, message: "The path resolves outside the workspace." },
+  WORKSPACE_PATH_DENIED: {
+    retriable: false,
+    message: "The path is on the deny-list (keys, .env, .git/objects, or .pi/plan for writes).",
+  },
+  FILE_NOT_FOUND: { retriable: false, message: "No such file in the workspace." },
+  FILE_IS_BINARY: { retriable: false, message: "Read refuses binary files." },
+  EDIT_NO_MATCH: { retriable: false, message: "Edit's old text does not occur in the file." },
+  EDIT_NOT_UNIQUE: { retriable: false, message: "Edit's old text occurs more than once." },
+  PLAN_NOT_ACTIVE: { retriable: false, message: "ExitPlanMode outside an active Plan turn." },
+  PLAN_ALREADY_ACTIVE: { retriable: false, message: "EnterPlanMode while already in Plan." },
+  PLAN_ALREADY_PENDING: { retriable: false, message: "The session already has a pending plan approval." },
+  PLAN_WORKSPACE_REQUIRED: { retriable: false, message: "A plan needs a session bound to a workspace." },
+  PLAN_INVALID_ARGUMENT: { retriable: false, message: "Title, markdown and question must be non-empty." },
+  PLAN_MARKDOWN_TOO_LARGE: { retriable: false, message: "The plan is larger than 512 KiB." },
+  PLAN_ARTIFACT_PATH_UNSAFE: {
+    retriable: false,
+    message: ".pi or .pi/plan is a symlink or not a directory, or the path escapes the workspace.",
+  },
+  PLAN_ARTIFACT_WRITE_FAILED: { retriable: true, message: "The plan file could not be written; no row exists." },
+  PLAN_ARTIFACT_COLLISION_LIMIT: {
+    retriable: true,
+    message: "Too many plan files with the same name and time.",
+  },
+  PLAN_ARTIFACT_HASH_MISMATCH: {
+    retriable: false,
+    message: "The approved plan file changed after approval; the execution was not run.",
+  },
+  PLAN_NOT_FOUND: { retriable: false, message: "No plan proposal with that id." },
+  PLAN_APPROVAL_STALE: {
+    retriable: false,
+    message: "The response names another turn or tool call, or refers to fenced or aborted work.",
+  },
+  PLAN_INVALID_ACTION: { retriable: false, message: "The action must be approve or reject." },
+  PLAN_PERMISSION_MODE_REQUIRED: {
+    retriable: false,
+    message: "Approve needs an explicit target permission mode.",
+  },
+  PLAN_PERMISSION_MODE_INVALID: {
+    retriable: false,
+    message: "The target permission mode must be ask, accept-edits or auto.",
+  },
+  PLAN_ALREADY_RESOLVED: { retriable: false, message: "The plan was already resolved differently." },
+  PLAN_APPROVAL_TIMEOUT: { retriable: false, message: "The approval deadline passed; the plan expired." },
+  PLAN_APPROVAL_CONFLICT: {
+    retriable: true,
+    message: "The row's version differs or a concurrent change is in progress.",
+  },
+  PLAN_APPROVAL_INTERRUPTED: {
+    retriable: false,
+    message: "The pending approval was interrupted by an abort or a host restart.",
+  },
+  PLAN_EXECUTION_INTERRUPTED: {
+    retriable: false,
+    message: "The approved execution was interrupted by an abort or a host restart.",
+  },
+  PLAN_EXECUTION_STALE: { retriable: false, message: "The execution was already claimed or ended." },
+  PLAN_CONFIGURATION_BLOCKED: {
+    retriable: true,
+    message: "Configuration changes wait until no turn, approval or execution is in progress.",
+  },
+};
+
+export function isErrorCode(value: unknown): value is ErrorCode {
+  return typeof value === "string" && Object.hasOwn(errorCodeInfo, value);
+}

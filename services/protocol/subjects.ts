@@ -1,0 +1,57 @@
+// Every NATS subject of the bus contract (docs/protocol.md). Nothing else builds subject strings.
+
+export const PROTOCOL_VERSION = 1;
+
+/** Client request: `<prefix>.rpc.<principal>.<method>`. */
+export function rpcSubject(prefix: string, principal: string, method: string): string {
+  return `${prefix}.rpc.${principal}.${method}`;
+}
+
+/** What the host subscribes to for client requests (any principal, any method). */
+export function rpcWildcard(prefix: string): string {
+  return `${prefix}.rpc.>`;
+}
+
+/** Parses `<prefix>.rpc.<principal>.<method...>`; null when the subject is not one. */
+export function parseRpcSubject(prefix: string, subject: string): { principal: string; method: string } | null {
+  const head = `${prefix}.rpc.`;
+  if (!subject.startsWith(head)) return null;
+  const rest = subject.slice(head.length);
+  const dot = rest.indexOf(".");
+  if (dot <= 0 || dot === rest.length - 1) return null;
+  return { principal: rest.slice(0, dot), method: rest.slice(dot + 1) };
+}
+
+/** Agent-worker subjects: `<prefix>.agent.<name>` (claim, context, append, heartbeat, tools.execute, ...). */
+export function agentSubject(prefix: string, name: AgentMethod | "offer" | "hello"): string {
+  return `${prefix}.agent.${name}`;
+}
+
+/** Cancel notice for one turn, published by the host when it aborts a turn. */
+export function turnCancelSubject(prefix: string, turnId: string): string {
+  return `${prefix}.agent.cancel.${turnId}`;
+}
+
+/** Session events: `<prefix>.evt.<principal>.<sessionId>.<type>`. */
+export function eventSubject(prefix: string, principal: string, sessionId: string, type: string): string {
+  return `${prefix}.evt.${principal}.${sessionId}.${type}`;
+}
+
+export function eventWildcard(prefix: string): string {
+  return `${prefix}.evt.>`;
+}
+
+/** Test hooks (PI_TEST_HOOKS=1 only): `<prefix>.test.<name>`. */
+export function testSubject(prefix: string, name: string): string {
+  return `${prefix}.test.${name}`;
+}
+
+/** Principals and ids become subject tokens: only these characters are accepted. */
+export const SUBJECT_TOKEN = /^[A-Za-z0-9_-]{1,64}$/;
+
+export const AGENT_METHODS = ["claim", "context", "append", "heartbeat", "tools.execute", "turn.end"] as const;
+export type AgentMethod = (typeof AGENT_METHODS)[number];
+
+export const WORKER_QUEUE = "workers";
+export const HOST_QUEUE = "hosts";
+export const HOST_SERVICE_NAME = "pi-host";

@@ -1,0 +1,153 @@
+// Real child processes for integration tests: the host, the agent worker and the start command,
+// each run with tsx, readiness detected from their JSON log lines, and always reaped after a test.
+import { type ChildProcess, spawn } from "node:child_process";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+
+export const REPO_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
+const TSX = path.join(REPO_ROOT, "node_modules/.bin/tsx");
+
+export interface ManagedProcess {
+  child: ChildProcess;
+  /** Every stdout/stderr line so far. */
+  lines: string[];
+  /** Resolves with the first JSON log line whose `event` matches (including earlier lines). */
+  waitForEvent(event: string, timeoutMs?: number): Promise<Record<string, unknown>>;
+  /** SIGKILL, then wait for exit. */
+  kill(): Promise<void>;
+  /** SIGTERM, then SIGKILL after a grace period. */
+  stop(graceMs?: number): Promise<void>;
+  exited: Promise<number | null>;
+}
+
+const live = new Set<ManagedProcess>();
+
+export function spawnTs(entry: string, env: Record<string, string | undefined>, args: string[] = []): ManagedProcess {
+  const child = spawn(TSX, [path.join(REPO_ROOT, entry), ...args], {
+    cwd: REPO_ROOT,
+    env: { PATH: process.env.PATH, HOME: process.env.HOME, ...env } as NodeJS.ProcessEnv,
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  const lines: string[] = [];
+  const waiters: Array<{ event: string; resolve: (v: Record<string, unknown>) => void }> = [];
+  const onLine = (line: string) => {
+    lines.push(line);
+    if (process.env.PIHOST_TEST_VERBOSE) process.stderr.write(`[${path.basename(path.dirname(entry))}] ${line}\n`);
+    let parsed: Record<string, unknown> | null = null;
+    try {
+      parsed = JSON.parse(line);
+    } catch {
+      return;
+    }
+    for (const w of [...waiters]) {
+      if (parsed && parsed.event === w.event) {
+        waiters.splice(waiters.indexOf(w), 1);
+        w.resolve(parsed);
+      }
+    }
+  };
+  for (const stream of [child.stdout, child.stderr]) {
+    let buf = "";
+    stream?.setEncoding("utf8");
+    stream?.on("data", (chunk: string) => {
+      buf += chunk;
+      let i = buf.indexOf("\n");
+      while (i >= 0) {
+        onLine(buf.slice(0, i));
+        buf = buf.slice(i + 1);
+        i = buf.indexOf("\n");
+      }
+    });
+  }
+  const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
+  const proc: ManagedProcess = {
+    child,
+    lines,
+    exited,
+    waitForEvent(event, timeoutMs = 30_000) {
+      for (const line of lines) {
+        try {
+          const parsed = JSON.parse(line);
+          if (parsed.event === event) return Promise.resolve(parsed);
+        } catch {}
+      }
+      return new Promise((resolve, reject) => {
+        const timer = setTimeout(() => {
+          reject(new Error(`timed out waiting for ${event} from ${entry}; output:\n${lines.slice(-40).join("\n")}`));
+        }, timeoutMs);
+        const w = {
+          event,
+          resolve: (v: Record<string, unknown>) => {
+            clearTimeout(timer);
+            resolve(v);
+          },
+        };
+        waiters.push(w);
+        void exited.then((code) => {
+          if (waiters.includes(w)) {
+            clearTimeout(timer);
+            reject(new Error(`${entry} exited (${code}) before ${event}; output:\n${lines.slice(-40).join("\n")}`));
+          }
+        });
+      });
+    },
+    async kill() {
+      if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
+      await exited;
+      live.delete(proc);
+    },
+    async stop(graceMs = 5_000) {
+      if (child.exitCode === null && child.signalCode === null) {
+        child.kill("SIGTERM");
+        const timer = setTimeout(() => child.kill("SIGKILL"), graceMs);
+        await exited;
+        clearTimeout(timer);
+      }
+      live.delete(proc);
+    },
+  };
+  live.add(proc);
+  return proc;
+}
+
+/** Kills every process a test file started and did not stop (call in afterAll/afterEach). */
+export async function reapAll(): Promise<void> {
+  await Promise.all([...live].map((p) => p.kill()));
+}
+
+export interface StackEnv {
+  databaseUrl: string;
+  natsUrl: string;
+  prefix: string;
+  workspaceRoots: string[];
+  dataDir: string;
+  callLog?: string;
+  extra?: Record<string, string>;
+}
+
+export function hostEnv(s: StackEnv): Record<string, string> {
+  return {
+    DATABASE_URL: s.databaseUrl,
+    NATS_URL: s.natsUrl,
+    PI_PREFIX: s.prefix,
+    PI_DEV_MODE: "1",
+    PI_DATA_DIR: s.dataDir,
+    PI_WORKSPACE_ROOTS: s.workspaceRoots.join(":"),
+    PI_TEST_HOOKS: "1",
+    ...s.extra,
+  };
+}
+
+export function startHost(s: StackEnv): ManagedProcess {
+  return spawnTs("services/host/main.ts", hostEnv(s));
+}
+
+export function startWorker(s: StackEnv): ManagedProcess {
+  return spawnTs("services/agent/main.ts", {
+    NATS_URL: s.natsUrl,
+    PI_PREFIX: s.prefix,
+    PI_DEV_MODE: "1",
+    ...(s.callLog ? { PI_SCRIPTED_CALL_LOG: s.callLog } : {}),
+    ...s.extra,
+  });
+}

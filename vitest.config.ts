@@ -1,0 +1,26 @@
+import { defineConfig } from "vitest/config";
+
+// Unit tests sit beside their modules; suites that cross process boundaries live in tests/.
+// Integration files each create their own database and NATS prefix, so files run in parallel,
+// but the machine has 2 cores: keep the pool small.
+export default defineConfig({
+  test: {
+    projects: [
+      {
+        test: {
+          name: "unit",
+          include: ["services/**/*.test.ts", "machines/**/*.test.ts"],
+        },
+      },
+      {
+        test: {
+          name: "integration",
+          include: ["tests/**/*.test.ts"],
+          testTimeout: 60_000,
+          hookTimeout: 60_000,
+          maxWorkers: 2,
+        },
+      },
+    ],
+  },
+});
