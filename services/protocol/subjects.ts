@@ -37,6 +37,11 @@ export function eventSubject(prefix: string, principal: string, sessionId: strin
   return `${prefix}.evt.${principal}.${sessionId}.${type}`;
 }
 
+/** Every event of one session as seen by one principal. */
+export function sessionEventsWildcard(prefix: string, principal: string, sessionId: string): string {
+  return `${prefix}.evt.${principal}.${sessionId}.>`;
+}
+
 export function eventWildcard(prefix: string): string {
   return `${prefix}.evt.>`;
 }
