@@ -21,6 +21,7 @@ export const ErrorCode = {
   TOOL_DISABLED_IN_PLAN: "TOOL_DISABLED_IN_PLAN",
   TOOL_MUST_BE_ALONE: "TOOL_MUST_BE_ALONE",
   TOOL_FAILED: "TOOL_FAILED",
+  PLUGIN_DISABLED_IN_PLAN: "PLUGIN_DISABLED_IN_PLAN",
   WRITE_DISABLED_IN_PLAN: "WRITE_DISABLED_IN_PLAN",
   EDIT_DISABLED_IN_PLAN: "EDIT_DISABLED_IN_PLAN",
   PERMISSION_REQUIRED: "PERMISSION_REQUIRED",
@@ -53,6 +54,8 @@ export const ErrorCode = {
   PLAN_EXECUTION_INTERRUPTED: "PLAN_EXECUTION_INTERRUPTED",
   PLAN_EXECUTION_STALE: "PLAN_EXECUTION_STALE",
   PLAN_CONFIGURATION_BLOCKED: "PLAN_CONFIGURATION_BLOCKED",
+  HOST_RESTARTED: "HOST_RESTARTED",
+  PERMISSION_INTERRUPTED: "PERMISSION_INTERRUPTED",
 } as const;
 
 export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];
@@ -94,6 +97,7 @@ export const errorCodeInfo: Record<ErrorCode, ErrorCodeInfo> = {
     message: "EnterPlanMode and ExitPlanMode must be the only tool call of their batch.",
   },
   TOOL_FAILED: { retriable: false, message: "The tool ran and failed." },
+  PLUGIN_DISABLED_IN_PLAN: { retriable: false, message: "Plugin tools are hidden and denied in Plan mode." },
   WRITE_DISABLED_IN_PLAN: { retriable: false, message: "Write is denied in Plan mode." },
   EDIT_DISABLED_IN_PLAN: { retriable: false, message: "Edit is denied in Plan mode." },
   PERMISSION_REQUIRED: {
@@ -164,6 +168,14 @@ export const errorCodeInfo: Record<ErrorCode, ErrorCodeInfo> = {
   PLAN_CONFIGURATION_BLOCKED: {
     retriable: true,
     message: "Configuration changes wait until no turn, approval or execution is in progress.",
+  },
+  HOST_RESTARTED: {
+    retriable: false,
+    message: "Recorded on turns the startup fence aborted: the host restarted; nothing is replayed.",
+  },
+  PERMISSION_INTERRUPTED: {
+    retriable: false,
+    message: "Recorded on permission prompts the startup fence denied.",
   },
 };
 

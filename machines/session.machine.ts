@@ -1,0 +1,377 @@
+// The session machine (DESIGN §4-§5): which request a session accepts in which state, and the order of
+// the I/O steps the host performs for it. No I/O here: the host provides every actor, and the
+// approval deadline delay, with machine.provide(); rows stay the durable truth.
+import { assign, fromPromise, setup } from "xstate";
+
+export type Mode = "agent" | "plan";
+
+/** A reply channel carried by request events; exactly one of ok/fail is called once. */
+export interface Reply {
+  ok(result: unknown): void;
+  fail(code: string, message?: string): void;
+  /** Forwards a thrown error (an AppError reaches the caller; anything else is INTERNAL). */
+  error(err: unknown): void;
+}
+
+/** Where the rows say the session stands (what loadSession returns). */
+export interface SessionFacts {
+  mode: Mode;
+  activeTurnId: string | null;
+  activeTurnKind: "prompt" | "execution" | null;
+  /** The running turn has no worker lease: parked behind a pending approval, or an unclaimed execution. */
+  pendingProposalId: string | null;
+  pendingDeadlineMs: number | null;
+  queuedExecutionTurnId: string | null;
+}
+
+export type SessionEvent =
+  | { type: "PROMPT"; params: unknown; reply: Reply }
+  | { type: "CONFIGURE"; params: unknown; reply: Reply }
+  | { type: "ABORT"; reply: Reply }
+  | { type: "RESOLVE"; params: unknown; principal: string; reply: Reply }
+  | { type: "CLAIM"; turnId: string; workerId: string; reply: Reply }
+  | { type: "ENTER_PLAN"; turnId: string; toolCallId: string; reply: Reply }
+  | { type: "SUBMIT_PLAN"; turnId: string; toolCallId: string; args: unknown; reply: Reply }
+  | { type: "TURN_ENDED"; turnId: string; status: "completed" | "error" | "aborted"; code?: string; reply?: Reply };
+
+export interface SessionContext {
+  sessionId: string;
+  mode: Mode;
+  turnId: string | null;
+  turnKind: "prompt" | "execution" | null;
+  proposalId: string | null;
+  deadlineMs: number | null;
+  /** The execution turn waits for a worker's claim (approved, not yet running). */
+  queued: boolean;
+  reply: Reply | null;
+  /** The event that started the current I/O step (input of the invoked actor). */
+  request: SessionEvent | null;
+}
+
+export type StepOutput = Partial<SessionFacts> & { result?: unknown };
+export interface StepInput {
+  context: SessionContext;
+  request: SessionEvent | null;
+}
+
+const notProvided = fromPromise<StepOutput, StepInput>(async () => {
+  throw new Error("session machine actor not provided");
+});
+
+export const BUSY = "AGENT_BUSY";
+export const CONFIG_BLOCKED = "PLAN_CONFIGURATION_BLOCKED";
+
+const stepInput = ({ context }: { context: SessionContext }): StepInput => ({ context, request: context.request });
+
+export const sessionMachine = setup({
+  types: {
+    context: {} as SessionContext,
+    events: {} as SessionEvent,
+    input: {} as { sessionId: string },
+  },
+  actors: {
+    loadSession: fromPromise<SessionFacts, { sessionId: string }>(async () => {
+      throw new Error("loadSession not provided");
+    }),
+    startTurn: notProvided,
+    configure: notProvided,
+    claimTurn: notProvided,
+    enterPlan: notProvided,
+    submitPlan: notProvided,
+    resolvePlan: notProvided,
+    endTurn: notProvided,
+    abortWork: notProvided,
+    expirePlan: notProvided,
+  },
+  actions: {
+    /** Answers a RESOLVE that arrives while no pending approval is being held: read-only from the rows. */
+    answerResolveFromRows: (_, _params: { event: SessionEvent }) => {},
+    /** Offers the current turn to the worker queue group (prompt turns and queued executions). */
+    offerTurn: (_, _params: { turnId: string | null }) => {},
+    /** Revokes the capability token of a turn (park, abort, end). */
+    revokeToken: (_, _params: { turnId: string | null; park?: boolean }) => {},
+  },
+  delays: {
+    // Provided by the host from the injected clock: the time left until the absolute deadline.
+    approvalDeadline: ({ context }) => Math.max(0, (context.deadlineMs ?? 0) - Date.now()),
+  },
+  guards: {
+    isParked: ({ context }) => context.proposalId !== null,
+    isQueuedExecution: ({ context }) => context.queued && context.turnId !== null,
+    hasTurn: ({ context }) => context.turnId !== null,
+    isCurrentTurn: ({ context, event }) => "turnId" in event && event.turnId === context.turnId,
+    approved: (_, out: StepOutput) => out.activeTurnKind === "execution" && out.activeTurnId !== null,
+    leftApproval: (_, out: StepOutput) => out.pendingProposalId === null,
+  },
+}).createMachine({
+  id: "session",
+  context: ({ input }) => ({
+    sessionId: input.sessionId,
+    mode: "agent",
+    turnId: null,
+    turnKind: null,
+    proposalId: null,
+    deadlineMs: null,
+    queued: false,
+    reply: null,
+    request: null,
+  }),
+  initial: "loading",
+  // Requests no state below handles are refused with a stable code, never dropped.
+  on: {
+    PROMPT: { actions: ({ event }) => event.reply.fail(BUSY) },
+    CONFIGURE: { actions: ({ event }) => event.reply.fail(CONFIG_BLOCKED) },
+    ABORT: { actions: ({ event }) => event.reply.fail(BUSY, "the session is changing state; retry") },
+    RESOLVE: { actions: { type: "answerResolveFromRows", params: ({ event }) => ({ event }) } },
+    CLAIM: { actions: ({ event }) => event.reply.fail("TURN_NOT_CLAIMABLE") },
+    ENTER_PLAN: { actions: ({ event }) => event.reply.fail("TURN_TOKEN_INVALID") },
+    SUBMIT_PLAN: { actions: ({ event }) => event.reply.fail("PLAN_NOT_ACTIVE") },
+    TURN_ENDED: { actions: ({ event }) => event.reply?.fail("TURN_TOKEN_INVALID") },
+  },
+  states: {
+    loading: {
+      invoke: {
+        src: "loadSession",
+        input: ({ context }) => ({ sessionId: context.sessionId }),
+        onDone: {
+          target: "route",
+          actions: assign(({ event }) => ({
+            mode: event.output.mode,
+            turnId: event.output.activeTurnId,
+            turnKind: event.output.activeTurnKind,
+            proposalId: event.output.pendingProposalId,
+            deadlineMs: event.output.pendingDeadlineMs,
+            queued: event.output.queuedExecutionTurnId !== null,
+          })),
+        },
+      },
+    },
+    route: {
+      always: [
+        { guard: "isParked", target: "parked" },
+        { guard: "isQueuedExecution", target: "queued" },
+        { guard: "hasTurn", target: "running" },
+        { target: "idle" },
+      ],
+    },
+    idle: {
+      on: {
+        PROMPT: { target: "prompting", actions: assign(({ event }) => ({ reply: event.reply, request: event })) },
+        CONFIGURE: { target: "configuring", actions: assign(({ event }) => ({ reply: event.reply, request: event })) },
+        ABORT: { actions: ({ context, event }) => event.reply.ok({ sessionId: context.sessionId, aborted: null }) },
+      },
+    },
+    prompting: {
+      invoke: {
+        src: "startTurn",
+        input: stepInput,
+        onDone: {
+          target: "running",
+          actions: [
+            assign(({ event }) => ({ turnId: event.output.activeTurnId ?? null, turnKind: "prompt" as const })),
+            ({ context, event }) => context.reply?.ok(event.output.result),
+            { type: "offerTurn", params: ({ context }) => ({ turnId: context.turnId }) },
+          ],
+        },
+        onError: { target: "idle", actions: ({ context, event }) => context.reply?.error(event.error) },
+      },
+      exit: assign({ reply: null, request: null }),
+    },
+    configuring: {
+      invoke: {
+        src: "configure",
+        input: stepInput,
+        onDone: {
+          target: "idle",
+          actions: [
+            assign(({ context, event }) => ({ mode: event.output.mode ?? context.mode })),
+            ({ context, event }) => context.reply?.ok(event.output.result),
+          ],
+        },
+        onError: { target: "idle", actions: ({ context, event }) => context.reply?.error(event.error) },
+      },
+      exit: assign({ reply: null, request: null }),
+    },
+    running: {
+      on: {
+        CLAIM: {
+          guard: "isCurrentTurn",
+          target: "claiming",
+          actions: assign(({ event }) => ({ reply: event.reply, request: event })),
+        },
+        ENTER_PLAN: {
+          guard: "isCurrentTurn",
+          target: "enteringPlan",
+          actions: assign(({ event }) => ({ reply: event.reply, request: event })),
+        },
+        SUBMIT_PLAN: {
+          guard: "isCurrentTurn",
+          target: "submitting",
+          actions: assign(({ event }) => ({ reply: event.reply, request: event })),
+        },
+        TURN_ENDED: {
+          guard: "isCurrentTurn",
+          target: "ending",
+          actions: assign(({ event }) => ({ reply: event.reply ?? null, request: event })),
+        },
+        ABORT: { target: "aborting", actions: assign(({ event }) => ({ reply: event.reply, request: event })) },
+      },
+    },
+    claiming: {
+      invoke: {
+        src: "claimTurn",
+        input: stepInput,
+        onDone: [
+          {
+            // the claim failed closed (e.g. the approved plan file changed): the work ended
+            guard: ({ event }) => event.output.activeTurnId === null,
+            target: "idle",
+            actions: [
+              { type: "revokeToken", params: ({ context }) => ({ turnId: context.turnId }) },
+              assign({ turnId: null, turnKind: null, queued: false }),
+              ({ context, event }) => context.reply?.ok(event.output.result),
+            ],
+          },
+          {
+            target: "running",
+            actions: [assign({ queued: false }), ({ context, event }) => context.reply?.ok(event.output.result)],
+          },
+        ],
+        onError: [
+          { guard: "isQueuedExecution", target: "queued", actions: ({ context, event }) => context.reply?.error(event.error) },
+          { target: "running", actions: ({ context, event }) => context.reply?.error(event.error) },
+        ],
+      },
+      exit: assign({ reply: null, request: null }),
+    },
+    enteringPlan: {
+      invoke: {
+        src: "enterPlan",
+        input: stepInput,
+        onDone: {
+          target: "running",
+          actions: [assign({ mode: "plan" as const }), ({ context, event }) => context.reply?.ok(event.output.result)],
+        },
+        onError: { target: "running", actions: ({ context, event }) => context.reply?.error(event.error) },
+      },
+      exit: assign({ reply: null, request: null }),
+    },
+    submitting: {
+      invoke: {
+        src: "submitPlan",
+        input: stepInput,
+        onDone: {
+          target: "parked",
+          actions: [
+            assign(({ event }) => ({
+              proposalId: event.output.pendingProposalId ?? null,
+              deadlineMs: event.output.pendingDeadlineMs ?? null,
+            })),
+            { type: "revokeToken", params: ({ context }) => ({ turnId: context.turnId, park: true }) },
+            ({ context, event }) => context.reply?.ok(event.output.result),
+          ],
+        },
+        onError: { target: "running", actions: ({ context, event }) => context.reply?.error(event.error) },
+      },
+      exit: assign({ reply: null, request: null }),
+    },
+    parked: {
+      after: { approvalDeadline: "expiring" },
+      on: {
+        RESOLVE: { target: "resolving", actions: assign(({ event }) => ({ reply: event.reply, request: event })) },
+        ABORT: { target: "aborting", actions: assign(({ event }) => ({ reply: event.reply, request: event })) },
+      },
+    },
+    resolving: {
+      invoke: {
+        src: "resolvePlan",
+        input: stepInput,
+        onDone: [
+          {
+            guard: { type: "approved", params: ({ event }) => event.output },
+            target: "queued",
+            actions: [
+              assign(({ event }) => ({
+                mode: "agent" as const,
+                proposalId: null,
+                deadlineMs: null,
+                turnId: event.output.activeTurnId ?? null,
+                turnKind: "execution" as const,
+                queued: true,
+              })),
+              ({ context, event }) => context.reply?.ok(event.output.result),
+            ],
+          },
+          {
+            guard: { type: "leftApproval", params: ({ event }) => event.output },
+            target: "idle",
+            actions: [
+              assign({ proposalId: null, deadlineMs: null, turnId: null, turnKind: null }),
+              ({ context, event }) => context.reply?.ok(event.output.result),
+            ],
+          },
+          { target: "parked", actions: ({ context, event }) => context.reply?.ok(event.output.result) },
+        ],
+        onError: { target: "parked", actions: ({ context, event }) => context.reply?.error(event.error) },
+      },
+      exit: assign({ reply: null, request: null }),
+    },
+    expiring: {
+      invoke: {
+        src: "expirePlan",
+        input: stepInput,
+        onDone: { target: "idle", actions: assign({ proposalId: null, deadlineMs: null, turnId: null, turnKind: null }) },
+        // The row could not be expired now (database down): stay parked; the next read expires it.
+        onError: { target: "parked" },
+      },
+    },
+    queued: {
+      entry: { type: "offerTurn", params: ({ context }) => ({ turnId: context.turnId }) },
+      on: {
+        CLAIM: {
+          guard: "isCurrentTurn",
+          target: "claiming",
+          actions: assign(({ event }) => ({ reply: event.reply, request: event })),
+        },
+        ABORT: { target: "aborting", actions: assign(({ event }) => ({ reply: event.reply, request: event })) },
+      },
+    },
+    ending: {
+      invoke: {
+        src: "endTurn",
+        input: stepInput,
+        onDone: {
+          target: "idle",
+          actions: [
+            { type: "revokeToken", params: ({ context }) => ({ turnId: context.turnId }) },
+            assign({ turnId: null, turnKind: null }),
+            ({ context, event }) => context.reply?.ok(event.output.result),
+          ],
+        },
+        onError: {
+          target: "running",
+          actions: ({ context, event }) => context.reply?.error(event.error),
+        },
+      },
+      exit: assign({ reply: null, request: null }),
+    },
+    aborting: {
+      entry: { type: "revokeToken", params: ({ context }) => ({ turnId: context.turnId }) },
+      invoke: {
+        src: "abortWork",
+        input: stepInput,
+        onDone: {
+          target: "idle",
+          actions: [
+            assign({ turnId: null, turnKind: null, proposalId: null, deadlineMs: null, queued: false }),
+            ({ context, event }) => context.reply?.ok(event.output.result),
+          ],
+        },
+        onError: { target: "loading", actions: ({ context, event }) => context.reply?.error(event.error) },
+      },
+      exit: assign({ reply: null, request: null }),
+    },
+  },
+});
+
+export type SessionMachine = typeof sessionMachine;

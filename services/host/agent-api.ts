@@ -1,0 +1,220 @@
+// Agent-worker methods (`<prefix>.agent.<method>`, docs/protocol.md): claim, context, append,
+// heartbeat, turn.end and tools.execute. Every call but claim carries the turn's capability token,
+// checked before anything else. tools.execute loads sessions.mode from Postgres on every call.
+import { batchViolation, classifyTool, decideTool, effectivePermission } from "../../machines/tool-policy.ts";
+import { AppError } from "../protocol/app-error.ts";
+import type { ErrorCode } from "../protocol/error-codes.ts";
+import {
+  AppendParams,
+  ClaimParams,
+  ContextParams,
+  decodeParams,
+  HeartbeatParams,
+  type ToolExecuteResult,
+  ToolsExecuteParams,
+  TurnEndParams,
+} from "../protocol/schemas.ts";
+import type { AgentMethod } from "../protocol/subjects.ts";
+import { appendAudit } from "./audit-log.ts";
+import type { Clock } from "./clock.ts";
+import { type Db, withTransaction } from "./db.ts";
+import type { Audience, EventPublisher } from "./event-publisher.ts";
+import type { SessionSupervisor } from "./session-supervisor.ts";
+import type { SessionStore } from "./session-store.ts";
+import { createToolRunner } from "./tool-runner.ts";
+import type { Lease, TurnDispatcher } from "./turn-dispatcher.ts";
+
+export type AgentHandler = (params: unknown) => Promise<unknown>;
+
+function refusal(code: ErrorCode, message: string): ToolExecuteResult {
+  return { content: [{ type: "text", text: `${code}: ${message}` }], isError: true, code };
+}
+
+function textOf(content: unknown): string {
+  if (typeof content === "string") return content;
+  if (!Array.isArray(content)) return "";
+  return content
+    .filter((c): c is { type: "text"; text: string } => c?.type === "text" && typeof c.text === "string")
+    .map((c) => c.text)
+    .join("");
+}
+
+export function createAgentApi(deps: {
+  db: Db;
+  clock: Clock;
+  sessions: SessionStore;
+  supervisor: SessionSupervisor;
+  dispatcher: TurnDispatcher;
+  events: EventPublisher;
+}): Record<AgentMethod, AgentHandler> {
+  const { db, clock, sessions, supervisor, dispatcher, events } = deps;
+
+  /** The token check that precedes everything else: a missing, revoked or foreign token is refused. */
+  function authorize(params: unknown): Lease {
+    const p = (typeof params === "object" && params !== null ? params : {}) as Record<string, unknown>;
+    const lease = dispatcher.check(p.turnId, p.token);
+    if (!lease || ("sessionId" in p && p.sessionId !== lease.sessionId)) throw new AppError("TURN_TOKEN_INVALID");
+    return lease;
+  }
+
+  async function audienceOf(sessionId: string): Promise<Audience> {
+    const row = await sessions.getRow(db, sessionId);
+    return { sessionId, owner: row.owner, approvers: row.approvers };
+  }
+
+  return {
+    claim: async (params) => {
+      const p = decodeParams(ClaimParams, params);
+      const offer = dispatcher.take(p.turnId);
+      if (!offer) throw new AppError("TURN_NOT_CLAIMABLE");
+      try {
+        return await supervisor.request(offer.sessionId, (reply) => ({ type: "CLAIM", turnId: p.turnId, workerId: p.workerId, reply }));
+      } catch (err) {
+        // A transient failure keeps the turn claimable; a refusal (stale, mismatch) does not.
+        if (!(err instanceof AppError) || err.code === "INTERNAL") dispatcher.restore(offer);
+        throw err;
+      }
+    },
+
+    context: async (params) => {
+      const lease = authorize(params);
+      const p = decodeParams(ContextParams, params);
+      return sessions.transcriptPage(lease.sessionId, p.cursor ?? 0, p.limit ?? 200);
+    },
+
+    append: async (params) => {
+      const lease = authorize(params);
+      const p = decodeParams(AppendParams, params);
+      const to = await audienceOf(lease.sessionId);
+      for (const message of p.messages) {
+        if (message.role !== "assistant" && message.role !== "toolResult") {
+          throw new AppError("INVALID_PARAMS", "workers append only assistant and toolResult messages");
+        }
+      }
+      await withTransaction(db, async (tx) => {
+        for (const message of p.messages) await sessions.appendTranscript(tx, lease.sessionId, lease.turnId, message);
+      });
+      for (const message of p.messages) {
+        if (message.role !== "assistant") continue;
+        const text = textOf(message.content);
+        if (text) events.publish(to, "message", { turnId: lease.turnId, role: "assistant", text });
+        for (const c of Array.isArray(message.content) ? message.content : []) {
+          if (c?.type === "toolCall") {
+            events.publish(to, "tool.called", { turnId: lease.turnId, toolCallId: String(c.id), tool: String(c.name), args: c.arguments ?? {} });
+          }
+        }
+      }
+      return { appended: p.messages.length };
+    },
+
+    heartbeat: async (params) => {
+      const lease = authorize(params);
+      decodeParams(HeartbeatParams, params);
+      dispatcher.beat(lease);
+      return { ok: true, leaseMs: undefined };
+    },
+
+    "turn.end": async (params) => {
+      const lease = authorize(params);
+      const p = decodeParams(TurnEndParams, params);
+      return supervisor.request(lease.sessionId, (reply) => ({
+        type: "TURN_ENDED",
+        turnId: lease.turnId,
+        status: p.status,
+        ...(p.status === "error" ? { code: "TOOL_FAILED" } : {}),
+        reply,
+      }));
+    },
+
+    "tools.execute": async (params) => {
+      const lease = authorize(params);
+      const p = decodeParams(ToolsExecuteParams, params);
+      dispatcher.beat(lease);
+      const recorded = await sessions.recordedToolCall(p.turnId, p.toolCallId);
+      if (recorded) return recorded;
+      if (!p.batch.some((c) => c.toolCallId === p.toolCallId && c.tool === p.tool)) {
+        throw new AppError("INVALID_PARAMS", "the batch must contain this call");
+      }
+
+      // Authority: the durable mode, read now, by sessionId. requestedMode is diagnostic only.
+      const r = await db.query(
+        `SELECT s.mode, s.permission_mode, s.owner, s.approvers, p.workspace_root,
+                (SELECT value->>'permissionMode' FROM app_settings WHERE key = 'defaults') AS app_permission
+         FROM sessions s JOIN projects p ON p.id = s.project_id WHERE s.id = $1`,
+        [lease.sessionId],
+      );
+      const s = r.rows[0];
+      if (!s) throw new AppError("SESSION_NOT_FOUND");
+      const to: Audience = { sessionId: lease.sessionId, owner: s.owner, approvers: s.approvers };
+      if (p.requestedMode !== undefined && p.requestedMode !== s.mode) {
+        await appendAudit(db, {
+          at: clock.date(),
+          principal: `worker:${lease.workerId}`,
+          sessionId: lease.sessionId,
+          turnId: p.turnId,
+          toolCallId: p.toolCallId,
+          action: "tool.mode_conflict",
+          details: { requestedMode: p.requestedMode, durableMode: s.mode, tool: p.tool },
+        });
+      }
+      const decision = decideTool({
+        mode: s.mode,
+        toolClass: classifyTool(p.tool),
+        permission: effectivePermission(s.permission_mode, s.app_permission),
+        batch: p.batch,
+      });
+
+      let result: ToolExecuteResult;
+      let recordDecision: "allow" | "deny" = "allow";
+      if (decision.kind === "deny") {
+        recordDecision = "deny";
+        result = refusal(decision.code, batchViolation(p.batch) ? "EnterPlanMode and ExitPlanMode must be the only call of their batch" : `${p.tool} is not allowed in ${s.mode} mode`);
+      } else if (decision.kind === "prompt") {
+        // Permission prompts do not exist yet: a prompt is a denial, never an allow.
+        recordDecision = "deny";
+        result = refusal("PERMISSION_REQUIRED", `${p.tool} needs a person's confirmation under this permission mode`);
+      } else {
+        try {
+          if (p.tool === "EnterPlanMode") {
+            result = await supervisor.request<ToolExecuteResult>(lease.sessionId, (reply) => ({ type: "ENTER_PLAN", turnId: p.turnId, toolCallId: p.toolCallId, reply }));
+          } else if (p.tool === "ExitPlanMode") {
+            result = await supervisor.request<ToolExecuteResult>(lease.sessionId, (reply) => ({
+              type: "SUBMIT_PLAN",
+              turnId: p.turnId,
+              toolCallId: p.toolCallId,
+              args: p.args,
+              reply,
+            }));
+          } else {
+            result = await createToolRunner({ workspaceRoot: s.workspace_root }).run(p.tool, p.args);
+          }
+        } catch (err) {
+          if (!(err instanceof AppError) || err.code === "INTERNAL") throw err;
+          result = refusal(err.code, err.message);
+        }
+      }
+      await withTransaction(db, (tx) =>
+        sessions.recordToolCall(tx, {
+          sessionId: lease.sessionId,
+          turnId: p.turnId,
+          toolCallId: p.toolCallId,
+          tool: p.tool,
+          principal: `worker:${lease.workerId}`,
+          decision: recordDecision,
+          ...(result.code ? { code: result.code } : {}),
+          result,
+        }),
+      );
+      events.publish(to, "tool.result", {
+        turnId: p.turnId,
+        toolCallId: p.toolCallId,
+        tool: p.tool,
+        decision: recordDecision,
+        isError: result.isError,
+        ...(result.code ? { code: result.code } : {}),
+        text: textOf(result.content).slice(0, 4000),
+      });
+      return result;
+    },
+  };
+}

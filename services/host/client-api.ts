@@ -1,0 +1,139 @@
+// Client methods (`<prefix>.rpc.<principal>.<method>`, docs/protocol.md): decode, check the principal
+// against the session, then read rows or hand the request to the session's actor.
+import { promises as fs } from "node:fs";
+import { AppError } from "../protocol/app-error.ts";
+import {
+  ArtifactsReadParams,
+  decodeParams,
+  HelloParams,
+  PlansPendingParams,
+  PlansResolveParams,
+  ProjectCreateParams,
+  SessionConfigureParams,
+  SessionCreateParams,
+  SessionPromptParams,
+  SessionRef,
+  EmptyParams,
+} from "../protocol/schemas.ts";
+import { PROTOCOL_VERSION } from "../protocol/subjects.ts";
+import type { Db } from "./db.ts";
+import { readPlanArtifact, sha256Hex } from "./plan-artifact.ts";
+import type { PlanStore } from "./plan-store.ts";
+import type { SessionSupervisor } from "./session-supervisor.ts";
+import { canAccess, type SessionRow, type SessionStore } from "./session-store.ts";
+
+export type ClientHandler = (principal: string, params: unknown) => Promise<unknown>;
+
+export function createClientApi(deps: {
+  db: Db;
+  sessions: SessionStore;
+  plans: PlanStore;
+  supervisor: SessionSupervisor;
+  hostId: string;
+  devMode: boolean;
+}): Record<string, ClientHandler> {
+  const { db, sessions, plans, supervisor } = deps;
+
+  async function sessionFor(principal: string, sessionId: string, ownerOnly = false): Promise<SessionRow> {
+    const row = await sessions.getRow(db, sessionId);
+    if (ownerOnly ? row.owner !== principal : !canAccess(row, principal)) throw new AppError("FORBIDDEN");
+    return row;
+  }
+
+  return {
+    "host.hello": async (_principal, params) => {
+      const p = decodeParams(HelloParams, params);
+      if (p.protocolVersion !== PROTOCOL_VERSION) {
+        throw new AppError("PROTOCOL_MISMATCH", `host speaks protocol ${PROTOCOL_VERSION}, client ${p.protocolVersion}`, {
+          details: { hostVersion: PROTOCOL_VERSION },
+        });
+      }
+      return { protocolVersion: PROTOCOL_VERSION, hostId: deps.hostId, devMode: deps.devMode };
+    },
+
+    "projects.create": async (principal, params) => {
+      const p = decodeParams(ProjectCreateParams, params);
+      return sessions.createProject(principal, p.name, p.workspaceRoot);
+    },
+
+    "session.create": async (principal, params) => {
+      const p = decodeParams(SessionCreateParams, params);
+      return sessions.createSession(principal, p, deps.hostId);
+    },
+
+    "session.get": async (principal, params) => {
+      const p = decodeParams(SessionRef, params);
+      return sessions.view(db, await sessionFor(principal, p.sessionId));
+    },
+
+    "session.list": async (principal, params) => {
+      decodeParams(EmptyParams, params);
+      return { sessions: await sessions.listSessions(principal) };
+    },
+
+    "session.configure": async (principal, params) => {
+      const p = decodeParams(SessionConfigureParams, params);
+      await sessionFor(principal, p.sessionId, true);
+      return supervisor.request(p.sessionId, (reply) => ({ type: "CONFIGURE", params: p, reply }));
+    },
+
+    "session.prompt": async (principal, params) => {
+      const p = decodeParams(SessionPromptParams, params);
+      await sessionFor(principal, p.sessionId, true);
+      if (p.idempotencyKey) {
+        // A retried prompt returns the first reply instead of AGENT_BUSY.
+        const r = await db.query("SELECT id FROM turns WHERE session_id = $1 AND idempotency_key = $2", [p.sessionId, p.idempotencyKey]);
+        if (r.rows[0]) return { turnId: r.rows[0].id };
+      }
+      return supervisor.request(p.sessionId, (reply) => ({ type: "PROMPT", params: p, reply }));
+    },
+
+    "session.abort": async (principal, params) => {
+      const p = decodeParams(SessionRef, params);
+      await sessionFor(principal, p.sessionId);
+      return supervisor.request(p.sessionId, (reply) => ({ type: "ABORT", reply }));
+    },
+
+    "plans.pending": async (principal, params) => {
+      const p = decodeParams(PlansPendingParams, params);
+      if (p.sessionId) await sessionFor(principal, p.sessionId);
+      return { proposals: await plans.pending(principal, p.sessionId) };
+    },
+
+    "plans.get": async (principal, params) => {
+      const p = decodeParams(ArtifactsReadParams, params);
+      const { workspaceRoot: _w, owner, approvers, ...view } = await plans.get(p.proposalId);
+      if (!canAccess({ owner, approvers }, principal)) throw new AppError("FORBIDDEN");
+      return view;
+    },
+
+    "plans.resolve": async (principal, params) => {
+      const p = decodeParams(PlansResolveParams, params);
+      // Routed by the row's own session: a forged sessionId in the request is refused as stale there.
+      const row = await plans.get(p.proposalId);
+      return supervisor.request(row.sessionId, (reply) => ({ type: "RESOLVE", params: p, principal, reply }));
+    },
+
+    "artifacts.read": async (principal, params) => {
+      const p = decodeParams(ArtifactsReadParams, params);
+      const row = await plans.get(p.proposalId);
+      if (!canAccess({ owner: row.owner, approvers: row.approvers }, principal)) throw new AppError("FORBIDDEN");
+      let bytes: Buffer;
+      try {
+        bytes = await readPlanArtifact(row.workspaceRoot, row.artifactPath);
+      } catch (cause) {
+        if (cause instanceof AppError) throw cause;
+        const missing = (cause as NodeJS.ErrnoException).code === "ENOENT" || !(await fs.stat(row.workspaceRoot).catch(() => null));
+        throw new AppError(missing ? "FILE_NOT_FOUND" : "INTERNAL", "the plan file cannot be read", { cause });
+      }
+      return {
+        proposalId: row.proposalId,
+        path: row.artifactPath,
+        sha256: sha256Hex(bytes),
+        byteSize: bytes.byteLength,
+        matchesRecord: sha256Hex(bytes) === row.sha256,
+        content: bytes.toString("utf8"),
+      };
+    },
+  };
+}

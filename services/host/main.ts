@@ -1,0 +1,133 @@
+// pi-host entry: connect NATS, resolve Postgres, migrate (advisory-locked), run the startup fence,
+// and only then subscribe. Development mode (no NATS auth) is explicit and announced.
+import { readFileSync } from "node:fs";
+import path from "node:path";
+import { connect } from "@nats-io/transport-node";
+import { errorFields, createLogger } from "../protocol/log.ts";
+import { probeUrlsFromEnv, resolvePostgres } from "../start/infra.ts";
+import { createAgentApi } from "./agent-api.ts";
+import { createClientApi } from "./client-api.ts";
+import { createClock } from "./clock.ts";
+import { createDb } from "./db.ts";
+import { createEventPublisher, ensureEventStream } from "./event-publisher.ts";
+import { readHostConfig } from "./host-config.ts";
+import { startHostBus } from "./host-bus.ts";
+import { migrateUp } from "./migrate.ts";
+import { createPlanStore } from "./plan-store.ts";
+import { createSessionSupervisor } from "./session-supervisor.ts";
+import { createSessionStore } from "./session-store.ts";
+import { runStartupFence } from "./startup-fence.ts";
+import { createTurnDispatcher } from "./turn-dispatcher.ts";
+
+const log = createLogger("host");
+
+async function main(): Promise<void> {
+  const config = readHostConfig();
+  const pkg = JSON.parse(readFileSync(path.resolve(import.meta.dirname, "../../package.json"), "utf8"));
+  if (config.devMode) {
+    log.warn("host.dev_mode", {
+      message:
+        "DEVELOPMENT MODE: NATS without authentication; the principal in each subject is taken as given. Do not expose this host.",
+    });
+  }
+  const clock = createClock();
+  const pgService = await resolvePostgres({
+    ...(config.databaseUrl ? { databaseUrl: config.databaseUrl } : {}),
+    probeUrl: probeUrlsFromEnv().pgProbeUrl,
+    dataDir: config.dataDir,
+    log,
+  });
+  const applied = await migrateUp({ databaseUrl: pgService.url });
+  log.info("host.migrated", { applied });
+  const db = createDb(pgService.url);
+
+  const nc = await connect({
+    servers: config.natsUrl,
+    name: `pi-host ${config.hostId}`,
+    maxReconnectAttempts: -1,
+    ...(config.natsUser ? { user: config.natsUser, pass: config.natsPassword ?? "" } : {}),
+  });
+
+  // The fence runs before the first subscription: nothing is answered for fenced work.
+  await runStartupFence({ db, clock, hostId: config.hostId, log, info: { pid: process.pid, version: pkg.version } });
+  await ensureEventStream(nc, config.prefix, config.streamName);
+
+  const sessions = createSessionStore({ db, clock, workspaceRoots: config.workspaceRoots });
+  const plans = createPlanStore({ db, clock, sessions, approvalTimeoutMs: config.approvalTimeoutMs });
+  const events = createEventPublisher({ nc, prefix: config.prefix, clock });
+  let supervisorRef: ReturnType<typeof createSessionSupervisor> | null = null;
+  const dispatcher = createTurnDispatcher({
+    nc,
+    prefix: config.prefix,
+    clock,
+    leaseMs: config.leaseMs,
+    offerIntervalMs: config.offerIntervalMs,
+    log,
+    onLeaseLost: (lease) =>
+      supervisorRef?.send(lease.sessionId, { type: "TURN_ENDED", turnId: lease.turnId, status: "aborted", code: "TURN_LEASE_EXPIRED" }),
+  });
+  const supervisor = createSessionSupervisor({
+    db,
+    clock,
+    sessions,
+    plans,
+    dispatcher,
+    events,
+    log,
+    leaseMs: config.leaseMs,
+    heartbeatMs: config.heartbeatMs,
+  });
+  supervisorRef = supervisor;
+
+  const service = await startHostBus({
+    nc,
+    prefix: config.prefix,
+    hostId: config.hostId,
+    version: pkg.version,
+    log,
+    client: createClientApi({ db, sessions, plans, supervisor, hostId: config.hostId, devMode: config.devMode }),
+    agent: createAgentApi({ db, clock, sessions, supervisor, dispatcher, events }),
+    test: config.testHooks
+      ? {
+          "clock.get": async () => ({ now: clock.now() }),
+          "clock.set": async (p) => {
+            const ms = (p as { now?: unknown }).now;
+            if (typeof ms !== "number") throw new Error("now must be a number");
+            clock.set(ms);
+            return { now: clock.now() };
+          },
+          "clock.advance": async (p) => {
+            const ms = (p as { ms?: unknown }).ms;
+            if (typeof ms !== "number") throw new Error("ms must be a number");
+            clock.advance(ms);
+            return { now: clock.now() };
+          },
+        }
+      : null,
+    onWorkerHello: () => dispatcher.reoffer(),
+  });
+
+  await nc.flush();
+  log.info("host.ready", { hostId: config.hostId, prefix: config.prefix, devMode: config.devMode, postgres: pgService.source });
+
+  let stopping = false;
+  const shutdown = async (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    log.info("host.stopping", { signal });
+    dispatcher.stop();
+    await service.stop().catch(() => {});
+    supervisor.stopAll();
+    await nc.drain().catch(() => {});
+    await db.end().catch(() => {});
+    await pgService.stop().catch(() => {});
+    process.exit(0);
+  };
+  process.on("SIGTERM", () => void shutdown("SIGTERM"));
+  process.on("SIGINT", () => void shutdown("SIGINT"));
+}
+
+main().catch((err) => {
+  log.error("host.failed", errorFields(err));
+  process.exit(1);
+});

@@ -1,0 +1,388 @@
+// One XState actor per live session, started from rows, fed every session-changing request, and
+// observed: an actor error fails its waiting requests, is logged, and the next request restarts the
+// actor from rows. One session's failure never touches another. (Bounded restarts and passivation
+// come with the supervision work.)
+import { type Actor, createActor, fromPromise } from "xstate";
+import { type Reply, type SessionEvent, type SessionFacts, type StepInput, type StepOutput, sessionMachine } from "../../machines/session.machine.ts";
+import { AppError } from "../protocol/app-error.ts";
+import type { ErrorCode } from "../protocol/error-codes.ts";
+import type { Logger } from "../protocol/log.ts";
+import type { PlansResolveParams, ProposalView, ToolExecuteResult, TurnAssignment } from "../protocol/schemas.ts";
+import { appendAudit } from "./audit-log.ts";
+import type { Clock } from "./clock.ts";
+import { type Db, withTransaction } from "./db.ts";
+import type { Audience, EventPublisher } from "./event-publisher.ts";
+import type { PlanStore } from "./plan-store.ts";
+import type { SessionStore } from "./session-store.ts";
+import { systemPromptFor, toolsFor } from "./tool-catalog.ts";
+import type { TurnDispatcher } from "./turn-dispatcher.ts";
+
+export interface SupervisorDeps {
+  db: Db;
+  clock: Clock;
+  sessions: SessionStore;
+  plans: PlanStore;
+  dispatcher: TurnDispatcher;
+  events: EventPublisher;
+  log: Logger;
+  leaseMs: number;
+  heartbeatMs: number;
+}
+
+/** One I/O step of the machine, as a promise actor. */
+const step = (fn: (input: StepInput) => Promise<StepOutput>) => fromPromise<StepOutput, StepInput>(({ input }) => fn(input));
+
+function req<T extends SessionEvent["type"]>(input: StepInput, type: T): Extract<SessionEvent, { type: T }> {
+  if (input.request?.type !== type) throw new Error(`expected ${type}`);
+  return input.request as Extract<SessionEvent, { type: T }>;
+}
+
+export function createSessionSupervisor(deps: SupervisorDeps) {
+  const { db, clock, sessions, plans, dispatcher, events, log } = deps;
+  const actors = new Map<string, { actor: Actor<typeof sessionMachine>; pending: Set<Reply> }>();
+  const audiences = new Map<string, Audience>();
+
+  const audience = (sessionId: string): Audience => audiences.get(sessionId) ?? { sessionId, owner: "", approvers: [] };
+
+  async function publishSession(sessionId: string) {
+    const row = await sessions.getRow(db, sessionId);
+    const view = await sessions.view(db, row);
+    events.publish(audience(sessionId), "session.changed", {
+      mode: view.mode,
+      permissionMode: view.permissionMode,
+      planningState: view.planningState,
+      version: view.version,
+    });
+    return view;
+  }
+
+  const machine = sessionMachine.provide({
+    actors: {
+      loadSession: fromPromise<SessionFacts, { sessionId: string }>(async ({ input }) => {
+        const row = await sessions.getRow(db, input.sessionId);
+        audiences.set(row.id, { sessionId: row.id, owner: row.owner, approvers: row.approvers });
+        const r = await db.query(
+          `SELECT (SELECT row_to_json(t) FROM (SELECT id, kind FROM turns WHERE session_id = $1 AND status = 'running') t) AS turn,
+                  (SELECT row_to_json(a) FROM (SELECT id, deadline FROM plan_approvals WHERE session_id = $1 AND status = 'pending') a) AS pending,
+                  (SELECT execution_turn_id FROM plan_approvals WHERE session_id = $1 AND execution_state = 'queued') AS queued`,
+          [input.sessionId],
+        );
+        const { turn, pending, queued } = r.rows[0];
+        return {
+          mode: row.mode,
+          activeTurnId: turn?.id ?? null,
+          activeTurnKind: turn?.kind ?? null,
+          pendingProposalId: pending?.id ?? null,
+          pendingDeadlineMs: pending ? new Date(pending.deadline).getTime() : null,
+          queuedExecutionTurnId: queued ?? null,
+        };
+      }),
+
+      startTurn: step(async (input) => {
+        const { params } = req(input, "PROMPT");
+        const p = params as { sessionId: string; text: string; idempotencyKey?: string };
+        const turnId = await withTransaction(db, async (tx) => {
+          await sessions.getRow(tx, p.sessionId, true);
+          const busy = await tx.query(
+            `SELECT EXISTS (SELECT 1 FROM turns WHERE session_id = $1 AND status = 'running')
+                 OR EXISTS (SELECT 1 FROM plan_approvals WHERE session_id = $1 AND (status = 'pending' OR execution_state IN ('queued', 'running'))) AS busy`,
+            [p.sessionId],
+          );
+          if (busy.rows[0].busy) throw new AppError("AGENT_BUSY");
+          const id = await sessions.insertTurn(tx, { sessionId: p.sessionId, kind: "prompt", text: p.text, ...(p.idempotencyKey ? { idempotencyKey: p.idempotencyKey } : {}) });
+          await appendAudit(tx, { at: clock.date(), principal: audience(p.sessionId).owner, sessionId: p.sessionId, turnId: id, action: "session.prompt" });
+          return id;
+        });
+        events.publish(audience(p.sessionId), "turn.started", { turnId, kind: "prompt" });
+        return { activeTurnId: turnId, result: { turnId } };
+      }),
+
+      configure: step(async (input) => {
+        const { params } = req(input, "CONFIGURE");
+        const p = params as { sessionId: string; mode?: string; permissionMode?: string; model?: { provider: string; model: string } };
+        const before = await sessions.getRow(db, p.sessionId);
+        const changes: Record<string, unknown> = {};
+        if (p.mode !== undefined && p.mode !== before.mode) changes.mode = p.mode;
+        if (p.permissionMode !== undefined && p.permissionMode !== before.permission_mode) changes.permission_mode = p.permissionMode;
+        if (p.model !== undefined && JSON.stringify(p.model) !== JSON.stringify(before.model_config)) {
+          changes.provider = p.model.provider;
+          changes.model = p.model.model;
+          changes.model_config = JSON.stringify(p.model);
+        }
+        if (Object.keys(changes).length === 0) {
+          return { mode: before.mode, result: await sessions.view(db, before) };
+        }
+        await withTransaction(db, async (tx) => {
+          const busy = await tx.query(
+            `SELECT EXISTS (SELECT 1 FROM turns WHERE session_id = $1 AND status = 'running')
+                 OR EXISTS (SELECT 1 FROM plan_approvals WHERE session_id = $1 AND (status = 'pending' OR execution_state IN ('queued', 'running'))) AS busy`,
+            [p.sessionId],
+          );
+          if (busy.rows[0].busy) throw new AppError("PLAN_CONFIGURATION_BLOCKED");
+          const cols = Object.keys(changes);
+          const sets = cols.map((c, i) => `${c} = $${i + 3}`).join(", ");
+          const u = await tx.query(`UPDATE sessions SET ${sets}, version = version + 1, updated_at = $2 WHERE id = $1 AND version = $${cols.length + 3}`, [
+            p.sessionId,
+            clock.date(),
+            ...cols.map((c) => changes[c]),
+            before.version,
+          ]);
+          if (u.rowCount !== 1) throw new AppError("PLAN_CONFIGURATION_BLOCKED", "the session changed concurrently; retry");
+          await appendAudit(tx, { at: clock.date(), principal: before.owner, sessionId: p.sessionId, action: "session.configure", details: { ...changes, model_config: undefined } });
+        });
+        const view = await publishSession(p.sessionId);
+        if (changes.mode) events.publish(audience(p.sessionId), "plan.changed", { state: view.planningState });
+        return { mode: view.mode, result: view };
+      }),
+
+      claimTurn: step(async (input) => {
+        const { turnId, workerId } = req(input, "CLAIM");
+        const sessionId = input.context.sessionId;
+        const kind = input.context.turnKind === "execution" ? "execution" : "prompt";
+        if (kind === "execution") {
+          const claimed = await plans.claimExecution(turnId);
+          if (!claimed.ok) {
+            if (claimed.code === "PLAN_ARTIFACT_HASH_MISMATCH") {
+              events.publish(audience(sessionId), "turn.ended", { turnId, status: "aborted", code: claimed.code });
+              const proposal = await db.query("SELECT id FROM plan_approvals WHERE execution_turn_id = $1", [turnId]);
+              const view = await plans.get(proposal.rows[0].id);
+              events.publish(audience(sessionId), "plan.changed", {
+                state: "inactive",
+                proposal: view,
+                ...(view.executionId ? { execution: { executionId: view.executionId, state: "interrupted" as const } } : {}),
+              });
+            }
+            return { activeTurnId: null, result: new AppError(claimed.code) };
+          }
+          const proposal = await db.query("SELECT id, execution_id FROM plan_approvals WHERE execution_turn_id = $1", [turnId]);
+          events.publish(audience(sessionId), "turn.started", { turnId, kind: "execution" });
+          events.publish(audience(sessionId), "plan.changed", {
+            state: "inactive",
+            execution: { executionId: proposal.rows[0].execution_id, state: "running" },
+          });
+        }
+        const row = await sessions.getRow(db, sessionId);
+        const lease = dispatcher.grant({ turnId, sessionId, kind }, workerId);
+        const assignment: TurnAssignment = {
+          sessionId,
+          turnId,
+          kind,
+          token: lease.token,
+          mode: row.mode,
+          systemPrompt: systemPromptFor(row.mode),
+          tools: toolsFor(row.mode),
+          model: row.model_config,
+          leaseMs: deps.leaseMs,
+          heartbeatMs: deps.heartbeatMs,
+        };
+        return { activeTurnId: turnId, result: assignment };
+      }),
+
+      enterPlan: step(async (input) => {
+        const { turnId, toolCallId } = req(input, "ENTER_PLAN");
+        const sessionId = input.context.sessionId;
+        await withTransaction(db, async (tx) => {
+          const u = await tx.query("UPDATE sessions SET mode = 'plan', version = version + 1, updated_at = $2 WHERE id = $1 AND mode = 'agent'", [
+            sessionId,
+            clock.date(),
+          ]);
+          if (u.rowCount !== 1) throw new AppError("PLAN_ALREADY_ACTIVE");
+          await appendAudit(tx, { at: clock.date(), sessionId, turnId, toolCallId, action: "plan.enter" });
+        });
+        await publishSession(sessionId);
+        events.publish(audience(sessionId), "plan.changed", { state: "planning" });
+        const result: ToolExecuteResult = {
+          content: [{ type: "text", text: "Plan mode is on. Inspect the workspace and submit a plan with ExitPlanMode." }],
+          isError: false,
+          terminate: true,
+          next: { mode: "plan", systemPrompt: systemPromptFor("plan"), tools: toolsFor("plan") },
+        };
+        return { mode: "plan" as const, result };
+      }),
+
+      submitPlan: step(async (input) => {
+        const { turnId, toolCallId, args } = req(input, "SUBMIT_PLAN");
+        const sessionId = input.context.sessionId;
+        const proposal = await plans.submit({ sessionId, turnId, toolCallId, principal: audience(sessionId).owner, args: args as Record<string, unknown> });
+        events.publish(audience(sessionId), "plan.changed", { state: "awaiting_approval", action: "submitted", proposal, status: "pending" });
+        const result: ToolExecuteResult = {
+          content: [{ type: "text", text: `Plan submitted as ${proposal.artifactPath}; waiting for a person to approve or reject it.` }],
+          isError: false,
+          terminate: true,
+          details: { proposalId: proposal.proposalId, artifactPath: proposal.artifactPath, sha256: proposal.sha256 },
+        };
+        return { pendingProposalId: proposal.proposalId, pendingDeadlineMs: new Date(proposal.deadline).getTime(), result };
+      }),
+
+      resolvePlan: step(async (input) => {
+        const { params, principal } = req(input, "RESOLVE");
+        const sessionId = input.context.sessionId;
+        const outcome = await plans.resolve(principal, params as PlansResolveParams, { readOnly: false });
+        const p = outcome.proposal;
+        if (outcome.kind === "approved") {
+          events.publish(audience(sessionId), "turn.ended", { turnId: p.turnId, status: "completed" });
+          events.publish(audience(sessionId), "plan.changed", {
+            state: "inactive",
+            action: "approved",
+            proposal: p,
+            status: p.status,
+            ...(p.targetPermissionMode ? { targetPermissionMode: p.targetPermissionMode } : {}),
+            execution: { executionId: p.executionId!, state: "queued" },
+          });
+          await publishSession(sessionId);
+          return { activeTurnId: outcome.executionTurnId, activeTurnKind: "execution" as const, result: p };
+        }
+        if (outcome.kind === "rejected") {
+          events.publish(audience(sessionId), "turn.ended", { turnId: p.turnId, status: "completed" });
+          events.publish(audience(sessionId), "plan.changed", { state: "planning", action: "rejected", proposal: p, status: p.status });
+          return { pendingProposalId: null, result: p };
+        }
+        if (p.status === "expired") {
+          publishExpired(sessionId, p);
+          return { pendingProposalId: null, result: new AppError("PLAN_APPROVAL_TIMEOUT") };
+        }
+        return { pendingProposalId: p.status === "pending" ? p.proposalId : null, result: p };
+      }),
+
+      endTurn: step(async (input) => {
+        const { turnId, status, code } = req(input, "TURN_ENDED");
+        const sessionId = input.context.sessionId;
+        const execution = await withTransaction(db, async (tx) => {
+          await sessions.endTurn(tx, turnId, status, code ?? null);
+          await appendAudit(tx, { at: clock.date(), sessionId, turnId, action: "turn.end", decision: status, code: code ?? null });
+          if (input.context.turnKind !== "execution") return null;
+          return plans.finishExecution(tx, turnId, status === "completed" ? "completed" : "interrupted", status === "completed" ? undefined : (code ?? "PLAN_EXECUTION_INTERRUPTED"));
+        });
+        events.publish(audience(sessionId), "turn.ended", { turnId, status, ...(code ? { code } : {}) });
+        if (execution?.executionId && execution.executionState) {
+          events.publish(audience(sessionId), "plan.changed", {
+            state: "inactive",
+            proposal: execution,
+            execution: { executionId: execution.executionId, state: execution.executionState },
+          });
+        }
+        return { result: { turnId, status } };
+      }),
+
+      abortWork: step(async (input) => {
+        const { context } = input;
+        const sessionId = context.sessionId;
+        const principal = input.request?.type === "ABORT" ? "client" : "host";
+        const turnId = context.turnId;
+        let code: ErrorCode = "TURN_ABORTED";
+        let proposal: ProposalView | null = null;
+        await withTransaction(db, async (tx) => {
+          if (context.proposalId) {
+            code = "PLAN_APPROVAL_INTERRUPTED";
+            proposal = await plans.interruptPending(tx, sessionId, principal);
+          } else if (context.turnKind === "execution" && turnId) {
+            code = "PLAN_EXECUTION_INTERRUPTED";
+            proposal = await plans.finishExecution(tx, turnId, "interrupted", code);
+          }
+          if (turnId) await sessions.endTurn(tx, turnId, "aborted", code);
+          await appendAudit(tx, { at: clock.date(), principal, sessionId, turnId, action: "session.abort", code });
+        });
+        if (turnId) events.publish(audience(sessionId), "turn.ended", { turnId, status: "aborted", code });
+        const p = proposal as ProposalView | null;
+        if (p) {
+          const row = await sessions.getRow(db, sessionId);
+          events.publish(audience(sessionId), "plan.changed", {
+            state: row.mode === "plan" ? "planning" : "inactive",
+            action: "interrupted",
+            proposal: p,
+            status: p.status,
+            ...(p.executionId && p.executionState ? { execution: { executionId: p.executionId, state: p.executionState } } : {}),
+          });
+        }
+        return { result: { sessionId, aborted: turnId ? { turnId, code, proposalId: p?.proposalId ?? null } : null } };
+      }),
+
+      expirePlan: step(async (input) => {
+        const p = await plans.expireIfDue(input.context.sessionId);
+        if (!p) throw new Error("not yet due");
+        publishExpired(input.context.sessionId, p);
+        return {};
+      }),
+    },
+    actions: {
+      answerResolveFromRows: (_, { event }) => {
+        if (event.type !== "RESOLVE") return;
+        plans.resolve(event.principal, event.params as PlansResolveParams, { readOnly: true }).then(
+          (o) => event.reply.ok(o.proposal),
+          (err) => event.reply.error(err),
+        );
+      },
+      offerTurn: ({ context }, { turnId }) => {
+        if (turnId) dispatcher.offer({ turnId, sessionId: context.sessionId, kind: context.turnKind === "execution" ? "execution" : "prompt" });
+      },
+      revokeToken: (_, { turnId, park }) => (park ? dispatcher.park(turnId) : dispatcher.revoke(turnId)),
+    },
+    delays: {
+      approvalDeadline: ({ context }) => Math.max(0, (context.deadlineMs ?? 0) - clock.now()),
+    },
+  });
+
+  function publishExpired(sessionId: string, p: ProposalView) {
+    events.publish(audience(sessionId), "turn.ended", { turnId: p.turnId, status: "aborted", code: "PLAN_APPROVAL_TIMEOUT" });
+    events.publish(audience(sessionId), "plan.changed", { state: "planning", action: "expired", proposal: p, status: p.status });
+  }
+
+  function entry(sessionId: string) {
+    let e = actors.get(sessionId);
+    if (e) return e;
+    const actor = createActor(machine, { input: { sessionId } });
+    const pending = new Set<Reply>();
+    e = { actor, pending };
+    actors.set(sessionId, e);
+    actor.subscribe({
+      error: (err) => {
+        log.error("session.actor_failed", { sessionId, error: String((err as Error)?.message ?? err) });
+        if (actors.get(sessionId)?.actor === actor) actors.delete(sessionId);
+        for (const r of pending) r.fail("INTERNAL", "the session actor failed; retry");
+      },
+    });
+    actor.start();
+    return e;
+  }
+
+  return {
+    /** Sends a request event to the session's actor and waits for its reply. */
+    request<T = unknown>(sessionId: string, build: (reply: Reply) => SessionEvent): Promise<T> {
+      return new Promise<T>((resolve, reject) => {
+        const e = entry(sessionId);
+        let done = false;
+        const reply: Reply = {
+          ok(result) {
+            if (done) return;
+            done = true;
+            e.pending.delete(reply);
+            if (result instanceof AppError) reject(result);
+            else resolve(result as T);
+          },
+          fail(code, message) {
+            reply.error(new AppError(code as ErrorCode, message));
+          },
+          error(err) {
+            if (done) return;
+            done = true;
+            e.pending.delete(reply);
+            reject(err);
+          },
+        };
+        e.pending.add(reply);
+        e.actor.send(build(reply));
+      });
+    },
+    /** Fire-and-forget event (lease loss). */
+    send(sessionId: string, event: SessionEvent): void {
+      entry(sessionId).actor.send(event);
+    },
+    stopAll(): void {
+      for (const { actor } of actors.values()) actor.stop();
+      actors.clear();
+    },
+    size: () => actors.size,
+  };
+}
+
+export type SessionSupervisor = ReturnType<typeof createSessionSupervisor>;

@@ -1,0 +1,78 @@
+// The startup fence (ADR 0053 §5, DESIGN §6, single host): before the host subscribes to anything,
+// one transaction marks every earlier pending approval and queued/running execution interrupted,
+// aborts every running turn, denies pending permission prompts and bumps the lease epoch, with one
+// audit row each. Nothing is replayed. Each scoped UPDATE is logged with its count, even when 0.
+import type { Logger } from "../protocol/log.ts";
+import { appendAudit } from "./audit-log.ts";
+import type { Clock } from "./clock.ts";
+import { type Db, withTransaction } from "./db.ts";
+
+export interface FenceReport {
+  incarnation: number;
+  approvalsInterrupted: number;
+  executionsInterrupted: number;
+  turnsAborted: number;
+  permissionsDenied: number;
+}
+
+export async function runStartupFence(deps: { db: Db; clock: Clock; hostId: string; log: Logger; info?: Record<string, unknown> }): Promise<FenceReport> {
+  const { db, clock, hostId, log } = deps;
+  const at = clock.date();
+  const report = await withTransaction(db, async (tx) => {
+    const host = await tx.query(
+      `INSERT INTO hosts (id, incarnation, started_at, heartbeat_at, lease_expires_at, info) VALUES ($1, 1, $2, $2, $3, $4)
+       ON CONFLICT (id) DO UPDATE SET incarnation = hosts.incarnation + 1, started_at = $2, heartbeat_at = $2, lease_expires_at = $3, info = $4
+       RETURNING incarnation`,
+      [hostId, at, new Date(at.getTime() + 30_000), JSON.stringify(deps.info ?? {})],
+    );
+    const incarnation: number = host.rows[0].incarnation;
+    // With one host every earlier row is fenced; the epoch marks which incarnation owns the session.
+    await tx.query("UPDATE session_leases SET host_id = $1, epoch = $2, acquired_at = $3", [hostId, incarnation, at]);
+
+    const approvals = await tx.query(
+      `UPDATE plan_approvals SET status = 'interrupted', error_code = 'PLAN_APPROVAL_INTERRUPTED', resolved_at = $1, version = version + 1
+       WHERE status = 'pending' RETURNING id, session_id, turn_id`,
+      [at],
+    );
+    const executions = await tx.query(
+      `UPDATE plan_approvals SET execution_state = 'interrupted', error_code = 'PLAN_EXECUTION_INTERRUPTED', version = version + 1
+       WHERE execution_state IN ('queued', 'running') RETURNING id, session_id, execution_turn_id`,
+    );
+    const turns = await tx.query(
+      "UPDATE turns SET status = 'aborted', error_code = 'HOST_RESTARTED', ended_at = $1 WHERE status = 'running' RETURNING id, session_id",
+      [at],
+    );
+    const permissions = await tx.query(
+      `UPDATE permission_requests SET status = 'denied', code = 'PERMISSION_INTERRUPTED', resolved_at = $1
+       WHERE status = 'pending' RETURNING id, session_id, turn_id`,
+      [at],
+    );
+    const audit = (action: string, code: string, rows: Array<Record<string, string>>, key: string) =>
+      Promise.all(
+        rows.map((r) =>
+          appendAudit(tx, {
+            at,
+            principal: `host:${hostId}`,
+            sessionId: r.session_id,
+            turnId: r.turn_id ?? r.execution_turn_id ?? (key === "turn" ? r.id : null),
+            action,
+            code,
+            details: { [key]: r.id, incarnation },
+          }),
+        ),
+      );
+    await audit("fence.approval", "PLAN_APPROVAL_INTERRUPTED", approvals.rows, "proposalId");
+    await audit("fence.execution", "PLAN_EXECUTION_INTERRUPTED", executions.rows, "proposalId");
+    await audit("fence.turn", "HOST_RESTARTED", turns.rows, "turn");
+    await audit("fence.permission", "PERMISSION_INTERRUPTED", permissions.rows, "requestId");
+    return {
+      incarnation,
+      approvalsInterrupted: approvals.rowCount ?? 0,
+      executionsInterrupted: executions.rowCount ?? 0,
+      turnsAborted: turns.rowCount ?? 0,
+      permissionsDenied: permissions.rowCount ?? 0,
+    };
+  });
+  log.info("host.fence", { ...report });
+  return report;
+}
