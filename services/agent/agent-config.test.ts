@@ -1,0 +1,49 @@
+import { describe, expect, it } from "vitest";
+import { readAgentConfig } from "./agent-config.ts";
+
+describe("readAgentConfig", () => {
+  it("refuses to start without NATS credentials or dev mode", () => {
+    expect(() => readAgentConfig({})).toThrow(/PI_DEV_MODE=1/);
+    expect(() => readAgentConfig({ PI_DEV_MODE: "0" })).toThrow();
+  });
+
+  it("applies the defaults in dev mode", () => {
+    const c = readAgentConfig({ PI_DEV_MODE: "1" });
+    expect(c).toMatchObject({
+      devMode: true,
+      natsUrl: "nats://127.0.0.1:4222",
+      prefix: "pi",
+      concurrency: 4,
+      scriptedCallLog: undefined,
+    });
+    expect(c.workerId).toMatch(/^worker-[0-9a-f]{12}$/);
+  });
+
+  it("reads credentials and overrides", () => {
+    const c = readAgentConfig({
+      NATS_USER: "w",
+      NATS_PASSWORD: "p",
+      NATS_URL: "nats://h:1",
+      PI_PREFIX: "t1",
+      PI_WORKER_ID: "w-1",
+      PI_WORKER_CONCURRENCY: "2",
+      PI_SCRIPTED_CALL_LOG: "/tmp/x.jsonl",
+    });
+    expect(c).toMatchObject({
+      devMode: false,
+      natsUser: "w",
+      natsPassword: "p",
+      natsUrl: "nats://h:1",
+      prefix: "t1",
+      workerId: "w-1",
+      concurrency: 2,
+      scriptedCallLog: "/tmp/x.jsonl",
+    });
+  });
+
+  it("refuses malformed values", () => {
+    expect(() => readAgentConfig({ PI_DEV_MODE: "1", PI_WORKER_CONCURRENCY: "0" })).toThrow();
+    expect(() => readAgentConfig({ PI_DEV_MODE: "1", PI_PREFIX: "a.b" })).toThrow();
+    expect(() => readAgentConfig({ PI_DEV_MODE: "1", PI_WORKER_ID: "has space" })).toThrow();
+  });
+});

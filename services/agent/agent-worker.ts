@@ -1,0 +1,145 @@
+// The worker's side of turn dispatch: takes offers from the worker queue group, claims up to its
+// concurrency, runs each claimed turn once, and on stop aborts and drains what it runs.
+import type { NatsConnection, Subscription } from "@nats-io/nats-core";
+import { isAppError } from "../protocol/app-error.ts";
+import { decodeJson } from "../protocol/envelope.ts";
+import { errorFields, type Logger } from "../protocol/log.ts";
+import { createAgentClient } from "../protocol/rpc-client.ts";
+import { decodeParams, type TurnAssignment, TurnOffer } from "../protocol/schemas.ts";
+import { agentSubject, PROTOCOL_VERSION, WORKER_QUEUE } from "../protocol/subjects.ts";
+import { type RunningTurn, startTurn } from "./turn-runner.ts";
+
+export interface AgentWorkerOptions {
+  nc: NatsConnection;
+  prefix: string;
+  workerId: string;
+  concurrency: number;
+  log: Logger;
+  scriptedCallLog?: string | undefined;
+  /** Reply timeout of control calls (claim, context, append, heartbeat, turn.end). */
+  callTimeoutMs?: number;
+  /** Reply timeout of tools.execute (a tool may wait for a person's permission). */
+  toolTimeoutMs?: number;
+}
+
+/** Turn ids this worker has claimed, kept so a repeated offer never runs a turn twice. */
+const REMEMBERED_TURNS = 10_000;
+
+export function createAgentWorker(opts: AgentWorkerOptions) {
+  const { nc, prefix, workerId, log } = opts;
+  const client = createAgentClient({ nc, prefix, timeoutMs: opts.callTimeoutMs ?? 30_000 });
+  const toolClient = createAgentClient({ nc, prefix, timeoutMs: opts.toolTimeoutMs ?? 15 * 60_000 });
+  const running = new Map<string, RunningTurn>();
+  const claiming = new Map<string, Promise<void>>();
+  const taken = new Set<string>();
+  let offerSub: Subscription | undefined;
+  let stopping = false;
+
+  const remember = (turnId: string) => {
+    taken.add(turnId);
+    if (taken.size > REMEMBERED_TURNS) {
+      const oldest = taken.values().next().value;
+      if (oldest !== undefined) taken.delete(oldest);
+    }
+  };
+
+  const hello = () => {
+    nc.publish(
+      agentSubject(prefix, "hello"),
+      JSON.stringify({ workerId, protocolVersion: PROTOCOL_VERSION }),
+    );
+  };
+
+  function onOffer(data: Uint8Array): void {
+    if (stopping) return;
+    let offer: TurnOffer;
+    try {
+      offer = decodeParams(TurnOffer, decodeJson(data));
+    } catch (err) {
+      log.warn("turn.offer_invalid", errorFields(err));
+      return;
+    }
+    if (taken.has(offer.turnId) || claiming.has(offer.turnId)) return;
+    if (running.size + claiming.size >= opts.concurrency) return;
+    const claim = claimTurn(offer).finally(() => claiming.delete(offer.turnId));
+    claiming.set(offer.turnId, claim);
+  }
+
+  async function claimTurn(offer: TurnOffer): Promise<void> {
+    let assignment: TurnAssignment;
+    try {
+      assignment = await client.call<TurnAssignment>("claim", { turnId: offer.turnId, workerId });
+    } catch (err) {
+      // Another worker has it (TURN_NOT_CLAIMABLE, ...): quiet. A lost reply may be retried on a re-offer.
+      if (!isAppError(err)) log.error("turn.claim_failed", { turnId: offer.turnId, ...errorFields(err) });
+      return;
+    }
+    remember(offer.turnId);
+    log.info("turn.claimed", {
+      turnId: assignment.turnId,
+      sessionId: assignment.sessionId,
+      kind: assignment.kind,
+    });
+    const turn = startTurn(assignment, {
+      nc,
+      prefix,
+      client,
+      toolClient,
+      log,
+      scriptedCallLog: opts.scriptedCallLog,
+    });
+    running.set(turn.turnId, turn);
+    void turn.done.finally(() => running.delete(turn.turnId));
+    if (stopping) turn.abort("worker shutting down");
+  }
+
+  return {
+    workerId,
+    /** Subscribes to offers, then says hello so the host re-offers waiting turns. */
+    async start(): Promise<void> {
+      offerSub = nc.subscribe(agentSubject(prefix, "offer"), {
+        queue: WORKER_QUEUE,
+        callback: (err, msg) => {
+          if (err) log.warn("worker.offer_subscription_error", errorFields(err));
+          else onOffer(msg.data);
+        },
+      });
+      await nc.flush();
+      hello();
+      void (async () => {
+        for await (const status of nc.status()) {
+          if (status.type === "reconnect" && !stopping) hello();
+        }
+      })();
+      log.info("worker.ready", {
+        workerId,
+        prefix,
+        concurrency: opts.concurrency,
+        protocolVersion: PROTOCOL_VERSION,
+      });
+    },
+    /** The number of turns claimed or running now. */
+    load(): number {
+      return running.size + claiming.size;
+    },
+    /** Stops taking offers, aborts every running turn and waits (up to graceMs) for them to end. */
+    async stop(graceMs = 10_000): Promise<void> {
+      if (stopping) return;
+      stopping = true;
+      if (offerSub && !offerSub.isClosed()) await offerSub.drain().catch(() => {});
+      for (const turn of running.values()) turn.abort("worker shutting down");
+      const settled = Promise.all([...claiming.values()]).then(() =>
+        Promise.all([...running.values()].map((t) => t.done)),
+      );
+      let timer: NodeJS.Timeout | undefined;
+      const timeout = new Promise<"timeout">((resolve) => {
+        timer = setTimeout(() => resolve("timeout"), graceMs);
+      });
+      const result = await Promise.race([settled, timeout]);
+      clearTimeout(timer);
+      if (result === "timeout") log.warn("worker.stop_timeout", { running: [...running.keys()] });
+    },
+  };
+}
+
+export type AgentWorker = ReturnType<typeof createAgentWorker>;

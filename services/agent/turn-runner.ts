@@ -1,0 +1,290 @@
+// Runs one claimed turn: fetches the context, keeps the lease alive, drives the pi Agent, appends
+// the transcript and ends the turn. Everything goes through the host's agent methods over NATS.
+import { Agent, type AgentMessage } from "@mariozechner/pi-agent-core";
+import type { Api, Model } from "@mariozechner/pi-ai";
+import type { NatsConnection, Subscription } from "@nats-io/nats-core";
+import { isAppError } from "../protocol/app-error.ts";
+import { errorFields, type Logger } from "../protocol/log.ts";
+import type { AgentClient } from "../protocol/rpc-client.ts";
+import type { OperatingMode, ToolExecuteResult, ToolSpec, TurnAssignment } from "../protocol/schemas.ts";
+import { turnCancelSubject } from "../protocol/subjects.ts";
+import { buildHostTools, type ToolCallRequest } from "./agent-tools.ts";
+import { resolveModel } from "./model-resolver.ts";
+
+export const CONTEXT_PAGE_LIMIT = 200;
+/** tools.execute is safe to repeat (the host returns the recorded result), so lost replies are retried. */
+const TOOL_ATTEMPTS = 3;
+const MAX_ERROR_TEXT = 4000;
+
+export interface TurnRunnerDeps {
+  nc: NatsConnection;
+  prefix: string;
+  /** claim/context/append/heartbeat/turn.end: short timeout. */
+  client: AgentClient;
+  /** tools.execute: long timeout (a tool may wait for a person's permission). */
+  toolClient: AgentClient;
+  log: Logger;
+  scriptedCallLog?: string | undefined;
+}
+
+export interface RunningTurn {
+  turnId: string;
+  /** Aborts the Agent; the turn still ends (turn.end) before `done` resolves. */
+  abort(reason: string): void;
+  /** Resolves when the turn is over for this worker; never rejects. */
+  done: Promise<void>;
+}
+
+interface ContextPage {
+  messages: AgentMessage[];
+  nextCursor: number | null;
+}
+
+type TurnOutcome = { status: "completed" } | { status: "error"; error: string };
+
+function isTransportError(err: unknown): boolean {
+  return isAppError(err) && err.details?.transport === true;
+}
+
+function describe(err: unknown): string {
+  if (isAppError(err)) return `${err.code}: ${err.message}`;
+  return err instanceof Error ? err.message : String(err);
+}
+
+/** Settles with `promise`, or rejects as soon as `signal` aborts (the request itself keeps going). */
+function abortable<T>(promise: Promise<T>, signal: AbortSignal | undefined): Promise<T> {
+  if (!signal) return promise;
+  promise.catch(() => {});
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => reject(new Error("aborted while the host ran the tool"));
+    if (signal.aborted) return onAbort();
+    signal.addEventListener("abort", onAbort, { once: true });
+    promise.then(
+      (v) => {
+        signal.removeEventListener("abort", onAbort);
+        resolve(v);
+      },
+      (e) => {
+        signal.removeEventListener("abort", onAbort);
+        reject(e);
+      },
+    );
+  });
+}
+
+/** Starts running `assignment` at once; the returned handle aborts it and reports when it is over. */
+export function startTurn(assignment: TurnAssignment, deps: TurnRunnerDeps): RunningTurn {
+  const { turnId, sessionId, token } = assignment;
+  const fields = { turnId, sessionId, kind: assignment.kind };
+  const stop = new AbortController();
+  let abortReason: string | undefined;
+  let agent: Agent | undefined;
+
+  const abort = (reason: string) => {
+    if (stop.signal.aborted) return;
+    abortReason = reason;
+    deps.log.info("turn.abort", { ...fields, reason });
+    stop.abort();
+    agent?.abort();
+  };
+
+  const done = run().catch((err) => {
+    deps.log.error("turn.crashed", { ...fields, ...errorFields(err) });
+  });
+  return { turnId, abort, done };
+
+  async function run(): Promise<void> {
+    deps.log.info("turn.started", { ...fields, mode: assignment.mode, model: assignment.model.model });
+    const cancelSub: Subscription = deps.nc.subscribe(turnCancelSubject(deps.prefix, turnId), {
+      callback: () => abort("cancelled by the host"),
+    });
+    const stopHeartbeats = startHeartbeats();
+    let outcome: TurnOutcome;
+    try {
+      outcome = await execute();
+    } catch (err) {
+      outcome = { status: "error", error: describe(err) };
+    } finally {
+      stopHeartbeats();
+      cancelSub.unsubscribe();
+    }
+    if (abortReason !== undefined && outcome.status === "completed") {
+      outcome = { status: "error", error: `aborted: ${abortReason}` };
+    }
+    await endTurn(outcome);
+  }
+
+  function startHeartbeats(): () => void {
+    const every = Math.max(50, assignment.heartbeatMs || 3_000);
+    const leaseMs = Math.max(every, assignment.leaseMs || every * 5);
+    let lastOk = Date.now();
+    let inFlight = false;
+    const timer = setInterval(async () => {
+      if (inFlight || stop.signal.aborted) return;
+      inFlight = true;
+      try {
+        await deps.client.call("heartbeat", { turnId, token });
+        lastOk = Date.now();
+      } catch (err) {
+        if (!isTransportError(err)) {
+          abort(`heartbeat refused (${describe(err)})`);
+        } else if (Date.now() - lastOk > leaseMs) {
+          abort("lease lost: heartbeats unanswered");
+        } else {
+          deps.log.warn("turn.heartbeat_unanswered", { ...fields, ...errorFields(err) });
+        }
+      } finally {
+        inFlight = false;
+      }
+    }, every);
+    return () => clearInterval(timer);
+  }
+
+  async function fetchContext(): Promise<AgentMessage[]> {
+    const messages: AgentMessage[] = [];
+    let cursor: number | undefined;
+    for (;;) {
+      const params = {
+        turnId,
+        token,
+        limit: CONTEXT_PAGE_LIMIT,
+        ...(cursor === undefined ? {} : { cursor }),
+      };
+      const page = await deps.client.call<ContextPage>("context", params);
+      messages.push(...page.messages);
+      if (page.nextCursor === null || page.nextCursor === undefined || stop.signal.aborted) return messages;
+      if (page.nextCursor === cursor) throw new Error(`context cursor did not advance (${cursor})`);
+      cursor = page.nextCursor;
+    }
+  }
+
+  async function execute(): Promise<TurnOutcome> {
+    const context = await fetchContext();
+    if (stop.signal.aborted) return { status: "error", error: `aborted: ${abortReason}` };
+
+    const resolved = resolveModel(assignment.model, {
+      sessionId,
+      turnId,
+      scriptedCallLog: deps.scriptedCallLog,
+    });
+    if (!resolved.ok) {
+      deps.log.warn("turn.model_unavailable", { ...fields, error: resolved.error });
+      return { status: "error", error: resolved.error };
+    }
+    try {
+      return await drive(context, resolved.model, resolved.getApiKey);
+    } finally {
+      resolved.dispose();
+    }
+  }
+
+  async function drive(
+    context: AgentMessage[],
+    model: Model<Api>,
+    getApiKey: ((provider: string) => string | undefined) | undefined,
+  ): Promise<TurnOutcome> {
+    let mode: OperatingMode = assignment.mode;
+    let pendingNext: NonNullable<ToolExecuteResult["next"]> | undefined;
+    let failure: string | undefined;
+
+    const executeTool = async (req: ToolCallRequest, signal?: AbortSignal): Promise<ToolExecuteResult> => {
+      const params = { sessionId, turnId, token, ...req, requestedMode: mode };
+      for (let attempt = 1; ; attempt++) {
+        try {
+          return await abortable(deps.toolClient.call<ToolExecuteResult>("tools.execute", params), signal);
+        } catch (err) {
+          if (!isTransportError(err) || attempt >= TOOL_ATTEMPTS || signal?.aborted) throw err;
+          deps.log.warn("turn.tool_retry", {
+            ...fields,
+            toolCallId: req.toolCallId,
+            attempt,
+            ...errorFields(err),
+          });
+        }
+      }
+    };
+    const toolsFor = (specs: readonly ToolSpec[]) =>
+      buildHostTools(specs, {
+        getMessages: () => a.state.messages,
+        execute: executeTool,
+        onNext: (next) => {
+          pendingNext = next;
+        },
+        onRefusal: (code) => {
+          if (code === "TURN_TOKEN_INVALID") abort("turn token no longer valid");
+        },
+      });
+
+    const a = new Agent({
+      initialState: { systemPrompt: assignment.systemPrompt, model, tools: [], messages: context },
+      toolExecution: "sequential",
+      sessionId,
+      getApiKey,
+    });
+    a.state.tools = toolsFor(assignment.tools);
+    agent = a;
+    // Listeners are awaited: the host has the assistant message before any of its tools runs.
+    a.subscribe(async (event) => {
+      if (event.type !== "message_end") return;
+      const message = event.message;
+      if (message.role !== "assistant" && message.role !== "toolResult") return;
+      try {
+        await deps.client.call("append", { turnId, token, messages: [message] });
+      } catch (err) {
+        if (isAppError(err) && err.code === "TURN_TOKEN_INVALID") return; // the run parked or was aborted
+        failure ??= `append failed (${describe(err)})`;
+        deps.log.error("turn.append_failed", { ...fields, role: message.role, ...errorFields(err) });
+        abort("the transcript could not be appended");
+      }
+    });
+
+    const start = a.state.messages.length;
+    let runError: string | undefined;
+    for (;;) {
+      try {
+        await a.continue();
+      } catch (err) {
+        runError = describe(err);
+        break;
+      }
+      const next = pendingNext;
+      pendingNext = undefined;
+      const last = a.state.messages.at(-1);
+      if (!next || stop.signal.aborted || failure || last?.role !== "toolResult") break;
+      // EnterPlanMode committed the mode: the same turn continues with the new prompt and tools.
+      mode = next.mode;
+      a.state.systemPrompt = next.systemPrompt;
+      a.state.tools = toolsFor(next.tools);
+      deps.log.info("turn.mode_switched", { ...fields, mode, tools: next.tools.map((t) => t.name) });
+    }
+
+    if (failure) return { status: "error", error: failure };
+    if (abortReason !== undefined) return { status: "error", error: `aborted: ${abortReason}` };
+    if (runError) return { status: "error", error: runError };
+    const produced = a.state.messages.slice(start);
+    const lastAssistant = produced.findLast((m) => m.role === "assistant");
+    if (lastAssistant?.role === "assistant" && lastAssistant.stopReason === "error") {
+      return { status: "error", error: lastAssistant.errorMessage || "the model call failed" };
+    }
+    if (lastAssistant?.role === "assistant" && lastAssistant.stopReason === "aborted") {
+      return { status: "error", error: lastAssistant.errorMessage || "aborted" };
+    }
+    return { status: "completed" };
+  }
+
+  async function endTurn(outcome: TurnOutcome): Promise<void> {
+    const error = outcome.status === "error" ? outcome.error.slice(0, MAX_ERROR_TEXT) : undefined;
+    const params = { turnId, token, status: outcome.status, ...(error === undefined ? {} : { error }) };
+    try {
+      await deps.client.call("turn.end", params);
+      deps.log.info("turn.ended", { ...fields, status: outcome.status, error });
+    } catch (err) {
+      if (isAppError(err) && err.code === "TURN_TOKEN_INVALID") {
+        // Normal: the run parked (ExitPlanMode) or the host ended the turn itself.
+        deps.log.info("turn.ended", { ...fields, status: outcome.status, hostAlreadyEnded: true });
+        return;
+      }
+      deps.log.warn("turn.end_failed", { ...fields, ...errorFields(err) });
+    }
+  }
+}
