@@ -32,7 +32,13 @@ export type SessionEvent =
   | { type: "CLAIM"; turnId: string; workerId: string; reply: Reply }
   | { type: "ENTER_PLAN"; turnId: string; toolCallId: string; reply: Reply }
   | { type: "SUBMIT_PLAN"; turnId: string; toolCallId: string; args: unknown; reply: Reply }
-  | { type: "TURN_ENDED"; turnId: string; status: "completed" | "error" | "aborted"; code?: string; reply?: Reply };
+  | {
+      type: "TURN_ENDED";
+      turnId: string;
+      status: "completed" | "error" | "aborted";
+      code?: string;
+      reply?: Reply;
+    };
 
 export interface SessionContext {
   sessionId: string;
@@ -43,6 +49,7 @@ export interface SessionContext {
   deadlineMs: number | null;
   /** The execution turn waits for a worker's claim (approved, not yet running). */
   queued: boolean;
+  /** The reply of the request being worked on; replaced by the next request (a Reply answers once). */
   reply: Reply | null;
   /** The event that started the current I/O step (input of the invoked actor). */
   request: SessionEvent | null;
@@ -61,7 +68,10 @@ const notProvided = fromPromise<StepOutput, StepInput>(async () => {
 export const BUSY = "AGENT_BUSY";
 export const CONFIG_BLOCKED = "PLAN_CONFIGURATION_BLOCKED";
 
-const stepInput = ({ context }: { context: SessionContext }): StepInput => ({ context, request: context.request });
+const stepInput = ({ context }: { context: SessionContext }): StepInput => ({
+  context,
+  request: context.request,
+});
 
 export const sessionMachine = setup({
   types: {
@@ -156,9 +166,17 @@ export const sessionMachine = setup({
     },
     idle: {
       on: {
-        PROMPT: { target: "prompting", actions: assign(({ event }) => ({ reply: event.reply, request: event })) },
-        CONFIGURE: { target: "configuring", actions: assign(({ event }) => ({ reply: event.reply, request: event })) },
-        ABORT: { actions: ({ context, event }) => event.reply.ok({ sessionId: context.sessionId, aborted: null }) },
+        PROMPT: {
+          target: "prompting",
+          actions: assign(({ event }) => ({ reply: event.reply, request: event })),
+        },
+        CONFIGURE: {
+          target: "configuring",
+          actions: assign(({ event }) => ({ reply: event.reply, request: event })),
+        },
+        ABORT: {
+          actions: ({ context, event }) => event.reply.ok({ sessionId: context.sessionId, aborted: null }),
+        },
       },
     },
     prompting: {
@@ -168,14 +186,16 @@ export const sessionMachine = setup({
         onDone: {
           target: "running",
           actions: [
-            assign(({ event }) => ({ turnId: event.output.activeTurnId ?? null, turnKind: "prompt" as const })),
+            assign(({ event }) => ({
+              turnId: event.output.activeTurnId ?? null,
+              turnKind: "prompt" as const,
+            })),
             ({ context, event }) => context.reply?.ok(event.output.result),
             { type: "offerTurn", params: ({ context }) => ({ turnId: context.turnId }) },
           ],
         },
         onError: { target: "idle", actions: ({ context, event }) => context.reply?.error(event.error) },
       },
-      exit: assign({ reply: null, request: null }),
     },
     configuring: {
       invoke: {
@@ -190,7 +210,6 @@ export const sessionMachine = setup({
         },
         onError: { target: "idle", actions: ({ context, event }) => context.reply?.error(event.error) },
       },
-      exit: assign({ reply: null, request: null }),
     },
     running: {
       on: {
@@ -214,7 +233,10 @@ export const sessionMachine = setup({
           target: "ending",
           actions: assign(({ event }) => ({ reply: event.reply ?? null, request: event })),
         },
-        ABORT: { target: "aborting", actions: assign(({ event }) => ({ reply: event.reply, request: event })) },
+        ABORT: {
+          target: "aborting",
+          actions: assign(({ event }) => ({ reply: event.reply, request: event })),
+        },
       },
     },
     claiming: {
@@ -234,15 +256,21 @@ export const sessionMachine = setup({
           },
           {
             target: "running",
-            actions: [assign({ queued: false }), ({ context, event }) => context.reply?.ok(event.output.result)],
+            actions: [
+              assign({ queued: false }),
+              ({ context, event }) => context.reply?.ok(event.output.result),
+            ],
           },
         ],
         onError: [
-          { guard: "isQueuedExecution", target: "queued", actions: ({ context, event }) => context.reply?.error(event.error) },
+          {
+            guard: "isQueuedExecution",
+            target: "queued",
+            actions: ({ context, event }) => context.reply?.error(event.error),
+          },
           { target: "running", actions: ({ context, event }) => context.reply?.error(event.error) },
         ],
       },
-      exit: assign({ reply: null, request: null }),
     },
     enteringPlan: {
       invoke: {
@@ -250,11 +278,13 @@ export const sessionMachine = setup({
         input: stepInput,
         onDone: {
           target: "running",
-          actions: [assign({ mode: "plan" as const }), ({ context, event }) => context.reply?.ok(event.output.result)],
+          actions: [
+            assign({ mode: "plan" as const }),
+            ({ context, event }) => context.reply?.ok(event.output.result),
+          ],
         },
         onError: { target: "running", actions: ({ context, event }) => context.reply?.error(event.error) },
       },
-      exit: assign({ reply: null, request: null }),
     },
     submitting: {
       invoke: {
@@ -273,13 +303,18 @@ export const sessionMachine = setup({
         },
         onError: { target: "running", actions: ({ context, event }) => context.reply?.error(event.error) },
       },
-      exit: assign({ reply: null, request: null }),
     },
     parked: {
       after: { approvalDeadline: "expiring" },
       on: {
-        RESOLVE: { target: "resolving", actions: assign(({ event }) => ({ reply: event.reply, request: event })) },
-        ABORT: { target: "aborting", actions: assign(({ event }) => ({ reply: event.reply, request: event })) },
+        RESOLVE: {
+          target: "resolving",
+          actions: assign(({ event }) => ({ reply: event.reply, request: event })),
+        },
+        ABORT: {
+          target: "aborting",
+          actions: assign(({ event }) => ({ reply: event.reply, request: event })),
+        },
       },
     },
     resolving: {
@@ -314,13 +349,15 @@ export const sessionMachine = setup({
         ],
         onError: { target: "parked", actions: ({ context, event }) => context.reply?.error(event.error) },
       },
-      exit: assign({ reply: null, request: null }),
     },
     expiring: {
       invoke: {
         src: "expirePlan",
         input: stepInput,
-        onDone: { target: "idle", actions: assign({ proposalId: null, deadlineMs: null, turnId: null, turnKind: null }) },
+        onDone: {
+          target: "idle",
+          actions: assign({ proposalId: null, deadlineMs: null, turnId: null, turnKind: null }),
+        },
         // The row could not be expired now (database down): stay parked; the next read expires it.
         onError: { target: "parked" },
       },
@@ -333,7 +370,10 @@ export const sessionMachine = setup({
           target: "claiming",
           actions: assign(({ event }) => ({ reply: event.reply, request: event })),
         },
-        ABORT: { target: "aborting", actions: assign(({ event }) => ({ reply: event.reply, request: event })) },
+        ABORT: {
+          target: "aborting",
+          actions: assign(({ event }) => ({ reply: event.reply, request: event })),
+        },
       },
     },
     ending: {
@@ -353,7 +393,6 @@ export const sessionMachine = setup({
           actions: ({ context, event }) => context.reply?.error(event.error),
         },
       },
-      exit: assign({ reply: null, request: null }),
     },
     aborting: {
       entry: { type: "revokeToken", params: ({ context }) => ({ turnId: context.turnId }) },
@@ -369,7 +408,6 @@ export const sessionMachine = setup({
         },
         onError: { target: "loading", actions: ({ context, event }) => context.reply?.error(event.error) },
       },
-      exit: assign({ reply: null, request: null }),
     },
   },
 });

@@ -4,7 +4,15 @@
 
 export type Mode = "agent" | "plan";
 export type EffectivePermission = "ask" | "accept-edits" | "auto";
-export type ToolClass = "read" | "write" | "edit" | "bash" | "enter_plan" | "exit_plan" | "plugin" | "unknown";
+export type ToolClass =
+  | "read"
+  | "write"
+  | "edit"
+  | "bash"
+  | "enter_plan"
+  | "exit_plan"
+  | "plugin"
+  | "unknown";
 export type PluginRisk = "low" | "medium" | "high";
 
 export type PolicyDecision =
@@ -44,7 +52,10 @@ export function classifyTool(name: string, isPlugin = false): ToolClass {
 }
 
 /** Permission mode in force: the session's, else the app default, else ask. `inherit` is never final. */
-export function effectivePermission(session: string | null | undefined, appDefault?: string | null): EffectivePermission {
+export function effectivePermission(
+  session: string | null | undefined,
+  appDefault?: string | null,
+): EffectivePermission {
   for (const v of [session, appDefault]) {
     if (v === "ask" || v === "accept-edits" || v === "auto") return v;
   }
@@ -85,7 +96,11 @@ function baseDecision({ mode, toolClass, permission, pluginRisk }: PolicyInput):
       return plan ? { kind: "allow" } : { kind: "deny", code: "PLAN_NOT_ACTIVE" };
     case "write":
     case "edit":
-      if (plan) return { kind: "deny", code: toolClass === "write" ? "WRITE_DISABLED_IN_PLAN" : "EDIT_DISABLED_IN_PLAN" };
+      if (plan)
+        return {
+          kind: "deny",
+          code: toolClass === "write" ? "WRITE_DISABLED_IN_PLAN" : "EDIT_DISABLED_IN_PLAN",
+        };
       return permission === "ask" ? { kind: "prompt" } : { kind: "allow" };
     case "bash":
       return permission === "auto" ? { kind: "allow" } : { kind: "prompt" };

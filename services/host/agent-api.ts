@@ -53,7 +53,8 @@ export function createAgentApi(deps: {
   function authorize(params: unknown): Lease {
     const p = (typeof params === "object" && params !== null ? params : {}) as Record<string, unknown>;
     const lease = dispatcher.check(p.turnId, p.token);
-    if (!lease || ("sessionId" in p && p.sessionId !== lease.sessionId)) throw new AppError("TURN_TOKEN_INVALID");
+    if (!lease || ("sessionId" in p && p.sessionId !== lease.sessionId))
+      throw new AppError("TURN_TOKEN_INVALID");
     return lease;
   }
 
@@ -68,7 +69,12 @@ export function createAgentApi(deps: {
       const offer = dispatcher.take(p.turnId);
       if (!offer) throw new AppError("TURN_NOT_CLAIMABLE");
       try {
-        return await supervisor.request(offer.sessionId, (reply) => ({ type: "CLAIM", turnId: p.turnId, workerId: p.workerId, reply }));
+        return await supervisor.request(offer.sessionId, (reply) => ({
+          type: "CLAIM",
+          turnId: p.turnId,
+          workerId: p.workerId,
+          reply,
+        }));
       } catch (err) {
         // A transient failure keeps the turn claimable; a refusal (stale, mismatch) does not.
         if (!(err instanceof AppError) || err.code === "INTERNAL") dispatcher.restore(offer);
@@ -92,7 +98,8 @@ export function createAgentApi(deps: {
         }
       }
       await withTransaction(db, async (tx) => {
-        for (const message of p.messages) await sessions.appendTranscript(tx, lease.sessionId, lease.turnId, message);
+        for (const message of p.messages)
+          await sessions.appendTranscript(tx, lease.sessionId, lease.turnId, message);
       });
       for (const message of p.messages) {
         if (message.role !== "assistant") continue;
@@ -100,7 +107,12 @@ export function createAgentApi(deps: {
         if (text) events.publish(to, "message", { turnId: lease.turnId, role: "assistant", text });
         for (const c of Array.isArray(message.content) ? message.content : []) {
           if (c?.type === "toolCall") {
-            events.publish(to, "tool.called", { turnId: lease.turnId, toolCallId: String(c.id), tool: String(c.name), args: c.arguments ?? {} });
+            events.publish(to, "tool.called", {
+              turnId: lease.turnId,
+              toolCallId: String(c.id),
+              tool: String(c.name),
+              args: c.arguments ?? {},
+            });
           }
         }
       }
@@ -168,15 +180,28 @@ export function createAgentApi(deps: {
       let recordDecision: "allow" | "deny" = "allow";
       if (decision.kind === "deny") {
         recordDecision = "deny";
-        result = refusal(decision.code, batchViolation(p.batch) ? "EnterPlanMode and ExitPlanMode must be the only call of their batch" : `${p.tool} is not allowed in ${s.mode} mode`);
+        result = refusal(
+          decision.code,
+          batchViolation(p.batch)
+            ? "EnterPlanMode and ExitPlanMode must be the only call of their batch"
+            : `${p.tool} is not allowed in ${s.mode} mode`,
+        );
       } else if (decision.kind === "prompt") {
         // Permission prompts do not exist yet: a prompt is a denial, never an allow.
         recordDecision = "deny";
-        result = refusal("PERMISSION_REQUIRED", `${p.tool} needs a person's confirmation under this permission mode`);
+        result = refusal(
+          "PERMISSION_REQUIRED",
+          `${p.tool} needs a person's confirmation under this permission mode`,
+        );
       } else {
         try {
           if (p.tool === "EnterPlanMode") {
-            result = await supervisor.request<ToolExecuteResult>(lease.sessionId, (reply) => ({ type: "ENTER_PLAN", turnId: p.turnId, toolCallId: p.toolCallId, reply }));
+            result = await supervisor.request<ToolExecuteResult>(lease.sessionId, (reply) => ({
+              type: "ENTER_PLAN",
+              turnId: p.turnId,
+              toolCallId: p.toolCallId,
+              reply,
+            }));
           } else if (p.tool === "ExitPlanMode") {
             result = await supervisor.request<ToolExecuteResult>(lease.sessionId, (reply) => ({
               type: "SUBMIT_PLAN",

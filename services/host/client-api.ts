@@ -44,9 +44,13 @@ export function createClientApi(deps: {
     "host.hello": async (_principal, params) => {
       const p = decodeParams(HelloParams, params);
       if (p.protocolVersion !== PROTOCOL_VERSION) {
-        throw new AppError("PROTOCOL_MISMATCH", `host speaks protocol ${PROTOCOL_VERSION}, client ${p.protocolVersion}`, {
-          details: { hostVersion: PROTOCOL_VERSION },
-        });
+        throw new AppError(
+          "PROTOCOL_MISMATCH",
+          `host speaks protocol ${PROTOCOL_VERSION}, client ${p.protocolVersion}`,
+          {
+            details: { hostVersion: PROTOCOL_VERSION },
+          },
+        );
       }
       return { protocolVersion: PROTOCOL_VERSION, hostId: deps.hostId, devMode: deps.devMode };
     },
@@ -82,7 +86,10 @@ export function createClientApi(deps: {
       await sessionFor(principal, p.sessionId, true);
       if (p.idempotencyKey) {
         // A retried prompt returns the first reply instead of AGENT_BUSY.
-        const r = await db.query("SELECT id FROM turns WHERE session_id = $1 AND idempotency_key = $2", [p.sessionId, p.idempotencyKey]);
+        const r = await db.query("SELECT id FROM turns WHERE session_id = $1 AND idempotency_key = $2", [
+          p.sessionId,
+          p.idempotencyKey,
+        ]);
         if (r.rows[0]) return { turnId: r.rows[0].id };
       }
       return supervisor.request(p.sessionId, (reply) => ({ type: "PROMPT", params: p, reply }));
@@ -117,14 +124,19 @@ export function createClientApi(deps: {
     "artifacts.read": async (principal, params) => {
       const p = decodeParams(ArtifactsReadParams, params);
       const row = await plans.get(p.proposalId);
-      if (!canAccess({ owner: row.owner, approvers: row.approvers }, principal)) throw new AppError("FORBIDDEN");
+      if (!canAccess({ owner: row.owner, approvers: row.approvers }, principal))
+        throw new AppError("FORBIDDEN");
       let bytes: Buffer;
       try {
         bytes = await readPlanArtifact(row.workspaceRoot, row.artifactPath);
       } catch (cause) {
         if (cause instanceof AppError) throw cause;
-        const missing = (cause as NodeJS.ErrnoException).code === "ENOENT" || !(await fs.stat(row.workspaceRoot).catch(() => null));
-        throw new AppError(missing ? "FILE_NOT_FOUND" : "INTERNAL", "the plan file cannot be read", { cause });
+        const missing =
+          (cause as NodeJS.ErrnoException).code === "ENOENT" ||
+          !(await fs.stat(row.workspaceRoot).catch(() => null));
+        throw new AppError(missing ? "FILE_NOT_FOUND" : "INTERNAL", "the plan file cannot be read", {
+          cause,
+        });
       }
       return {
         proposalId: row.proposalId,

@@ -13,7 +13,11 @@ export interface Audience {
   approvers: string[];
 }
 
-export async function ensureEventStream(nc: NatsConnection, prefix: string, streamName: string): Promise<void> {
+export async function ensureEventStream(
+  nc: NatsConnection,
+  prefix: string,
+  streamName: string,
+): Promise<void> {
   const jsm = await jetstreamManager(nc);
   const config = {
     name: streamName,
@@ -30,7 +34,15 @@ export async function ensureEventStream(nc: NatsConnection, prefix: string, stre
   }
 }
 
-export function createEventPublisher({ nc, prefix, clock }: { nc: NatsConnection; prefix: string; clock: Clock }) {
+export function createEventPublisher({
+  nc,
+  prefix,
+  clock,
+}: {
+  nc: NatsConnection;
+  prefix: string;
+  clock: Clock;
+}) {
   return {
     publish<T extends EventType>(to: Audience, type: T, body: EventBodies[T]): void {
       const data = encodeJson({ type, sessionId: to.sessionId, at: clock.date().toISOString(), ...body });

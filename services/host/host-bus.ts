@@ -5,7 +5,15 @@ import { type Service, type ServiceMsg, Svcm } from "@nats-io/services";
 import { AppError } from "../protocol/app-error.ts";
 import { decodeJson, errorReply, okReply } from "../protocol/envelope.ts";
 import { errorFields, type Logger } from "../protocol/log.ts";
-import { AGENT_METHODS, agentSubject, HOST_SERVICE_NAME, parseRpcSubject, rpcWildcard, SUBJECT_TOKEN, testSubject } from "../protocol/subjects.ts";
+import {
+  AGENT_METHODS,
+  agentSubject,
+  HOST_SERVICE_NAME,
+  parseRpcSubject,
+  rpcWildcard,
+  SUBJECT_TOKEN,
+  testSubject,
+} from "../protocol/subjects.ts";
 import type { AgentHandler } from "./agent-api.ts";
 import type { ClientHandler } from "./client-api.ts";
 
@@ -26,10 +34,14 @@ export async function startHostBus(deps: {
       (result) => msg.respond(okReply(result ?? null)),
       (err) => {
         const code = err instanceof AppError ? err.code : "INTERNAL";
-        msg.respond(errorReply(err, (bug) => log.error("host.bug", { subject: msg.subject, ...errorFields(bug) })), {
-          headers: undefined,
-        });
-        if (code === "INTERNAL") log.warn("host.request_failed", { subject: msg.subject, ...errorFields(err) });
+        msg.respond(
+          errorReply(err, (bug) => log.error("host.bug", { subject: msg.subject, ...errorFields(bug) })),
+          {
+            headers: undefined,
+          },
+        );
+        if (code === "INTERNAL")
+          log.warn("host.request_failed", { subject: msg.subject, ...errorFields(err) });
       },
     );
   };
@@ -47,7 +59,8 @@ export async function startHostBus(deps: {
       if (err) return log.error("host.rpc_subscription", errorFields(err));
       respond(msg, async () => {
         const parsed = parseRpcSubject(prefix, msg.subject);
-        if (!parsed || !SUBJECT_TOKEN.test(parsed.principal)) throw new AppError("INVALID_PARAMS", "malformed subject");
+        if (!parsed || !SUBJECT_TOKEN.test(parsed.principal))
+          throw new AppError("INVALID_PARAMS", "malformed subject");
         const handler = Object.hasOwn(deps.client, parsed.method) ? deps.client[parsed.method] : undefined;
         if (!handler) throw new AppError("UNKNOWN_METHOD", `no method ${parsed.method}`);
         return handler(parsed.principal, decodeJson(msg.data));

@@ -28,7 +28,8 @@ function intEnv(env: NodeJS.ProcessEnv, name: string, fallback: number): number 
   const raw = env[name];
   if (raw === undefined || raw === "") return fallback;
   const n = Number(raw);
-  if (!Number.isInteger(n) || n <= 0) throw new Error(`${name} must be a positive integer, got ${JSON.stringify(raw)}`);
+  if (!Number.isInteger(n) || n <= 0)
+    throw new Error(`${name} must be a positive integer, got ${JSON.stringify(raw)}`);
   return n;
 }
 
@@ -41,13 +42,17 @@ export function readHostConfig(env: NodeJS.ProcessEnv = process.env): HostConfig
     );
   }
   const prefix = env.PI_PREFIX || "pi";
-  if (!/^[A-Za-z0-9_-]{1,32}$/.test(prefix)) throw new Error(`PI_PREFIX must be one subject token, got ${prefix}`);
+  if (!/^[A-Za-z0-9_-]{1,32}$/.test(prefix))
+    throw new Error(`PI_PREFIX must be one subject token, got ${prefix}`);
   const dataDir = path.resolve(env.PI_DATA_DIR || ".pihost-data");
-  const roots = (env.PI_WORKSPACE_ROOTS || (devMode ? [path.join(dataDir, "workspaces"), os.tmpdir()].join(":") : ""))
+  const roots = (
+    env.PI_WORKSPACE_ROOTS || (devMode ? [path.join(dataDir, "workspaces"), os.tmpdir()].join(":") : "")
+  )
     .split(":")
     .filter(Boolean)
     .map((r) => path.resolve(r));
-  if (roots.length === 0) throw new Error("PI_WORKSPACE_ROOTS must name at least one folder projects may live under");
+  if (roots.length === 0)
+    throw new Error("PI_WORKSPACE_ROOTS must name at least one folder projects may live under");
   return {
     databaseUrl: env.DATABASE_URL || undefined,
     natsUrl: env.NATS_URL || DEFAULT_NATS_URL,
@@ -59,7 +64,12 @@ export function readHostConfig(env: NodeJS.ProcessEnv = process.env): HostConfig
     dataDir,
     workspaceRoots: roots,
     testHooks: env.PI_TEST_HOOKS === "1",
-    hostId: env.PI_HOST_ID || `host-${os.hostname().replace(/[^A-Za-z0-9_-]/g, "_").slice(0, 40)}`,
+    hostId:
+      env.PI_HOST_ID ||
+      `host-${os
+        .hostname()
+        .replace(/[^A-Za-z0-9_-]/g, "_")
+        .slice(0, 40)}`,
     leaseMs: intEnv(env, "PI_TURN_LEASE_MS", 15_000),
     heartbeatMs: intEnv(env, "PI_TURN_HEARTBEAT_MS", 3_000),
     offerIntervalMs: intEnv(env, "PI_OFFER_INTERVAL_MS", 500),

@@ -49,7 +49,13 @@ async function main(): Promise<void> {
   });
 
   // The fence runs before the first subscription: nothing is answered for fenced work.
-  await runStartupFence({ db, clock, hostId: config.hostId, log, info: { pid: process.pid, version: pkg.version } });
+  await runStartupFence({
+    db,
+    clock,
+    hostId: config.hostId,
+    log,
+    info: { pid: process.pid, version: pkg.version },
+  });
   await ensureEventStream(nc, config.prefix, config.streamName);
 
   const sessions = createSessionStore({ db, clock, workspaceRoots: config.workspaceRoots });
@@ -64,7 +70,12 @@ async function main(): Promise<void> {
     offerIntervalMs: config.offerIntervalMs,
     log,
     onLeaseLost: (lease) =>
-      supervisorRef?.send(lease.sessionId, { type: "TURN_ENDED", turnId: lease.turnId, status: "aborted", code: "TURN_LEASE_EXPIRED" }),
+      supervisorRef?.send(lease.sessionId, {
+        type: "TURN_ENDED",
+        turnId: lease.turnId,
+        status: "aborted",
+        code: "TURN_LEASE_EXPIRED",
+      }),
   });
   const supervisor = createSessionSupervisor({
     db,
@@ -85,7 +96,14 @@ async function main(): Promise<void> {
     hostId: config.hostId,
     version: pkg.version,
     log,
-    client: createClientApi({ db, sessions, plans, supervisor, hostId: config.hostId, devMode: config.devMode }),
+    client: createClientApi({
+      db,
+      sessions,
+      plans,
+      supervisor,
+      hostId: config.hostId,
+      devMode: config.devMode,
+    }),
     agent: createAgentApi({ db, clock, sessions, supervisor, dispatcher, events }),
     test: config.testHooks
       ? {
@@ -108,7 +126,12 @@ async function main(): Promise<void> {
   });
 
   await nc.flush();
-  log.info("host.ready", { hostId: config.hostId, prefix: config.prefix, devMode: config.devMode, postgres: pgService.source });
+  log.info("host.ready", {
+    hostId: config.hostId,
+    prefix: config.prefix,
+    devMode: config.devMode,
+    postgres: pgService.source,
+  });
 
   let stopping = false;
   const shutdown = async (signal: string) => {

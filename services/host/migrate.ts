@@ -23,6 +23,8 @@ export async function migrateUp(opts: MigrateOptions): Promise<string[]> {
     count: opts.count ?? Number.POSITIVE_INFINITY,
     singleTransaction: false,
     checkOrder: true,
+    // A second host starting at the same time waits for the first one's migrations instead of failing.
+    advisoryLockMode: "wait",
     log: opts.log ?? (() => {}),
     verbose: false,
   });

@@ -33,7 +33,11 @@ export function planSlug(title: string): string {
 }
 
 function stamp(d: Date): string {
-  return d.toISOString().replace(/[-:]/g, "").replace(/\.\d+Z$/, "Z").replace("T", "-");
+  return d
+    .toISOString()
+    .replace(/[-:]/g, "")
+    .replace(/\.\d+Z$/, "Z")
+    .replace("T", "-");
 }
 
 export function sha256Hex(bytes: Uint8Array): string {
@@ -64,10 +68,18 @@ async function fsyncDir(dir: string): Promise<void> {
   }
 }
 
-export async function writePlanArtifact(opts: { workspaceRoot: string; title: string; markdown: string; now: Date }): Promise<WrittenArtifact> {
+export async function writePlanArtifact(opts: {
+  workspaceRoot: string;
+  title: string;
+  markdown: string;
+  now: Date;
+}): Promise<WrittenArtifact> {
   const bytes = Buffer.from(opts.markdown, "utf8");
   if (bytes.byteLength > MAX_PLAN_BYTES) {
-    throw new AppError("PLAN_MARKDOWN_TOO_LARGE", `plan is ${bytes.byteLength} bytes; the limit is ${MAX_PLAN_BYTES}`);
+    throw new AppError(
+      "PLAN_MARKDOWN_TOO_LARGE",
+      `plan is ${bytes.byteLength} bytes; the limit is ${MAX_PLAN_BYTES}`,
+    );
   }
   const root = await fs.realpath(opts.workspaceRoot).catch((cause) => {
     throw new AppError("PLAN_ARTIFACT_WRITE_FAILED", "workspace root is not accessible", { cause });
@@ -84,7 +96,11 @@ export async function writePlanArtifact(opts: { workspaceRoot: string; title: st
     let handle: fs.FileHandle;
     try {
       // O_EXCL never replaces a file; O_NOFOLLOW refuses a planted symlink at the final component.
-      handle = await fs.open(absolutePath, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, 0o644);
+      handle = await fs.open(
+        absolutePath,
+        constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW,
+        0o644,
+      );
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code === "EEXIST") continue;
       throw new AppError("PLAN_ARTIFACT_WRITE_FAILED", "cannot create the plan file", { cause: err });
@@ -108,7 +124,10 @@ export async function writePlanArtifact(opts: { workspaceRoot: string; title: st
       remove,
     };
   }
-  throw new AppError("PLAN_ARTIFACT_COLLISION_LIMIT", `more than ${MAX_NAME_COLLISIONS} plan files named ${base}`);
+  throw new AppError(
+    "PLAN_ARTIFACT_COLLISION_LIMIT",
+    `more than ${MAX_NAME_COLLISIONS} plan files named ${base}`,
+  );
 }
 
 /** Reads an artifact for hashing or display, refusing anything that is not a regular file in place. */
@@ -120,7 +139,8 @@ export async function readPlanArtifact(workspaceRoot: string, relativePath: stri
   }
   for (const dir of [path.join(root, ".pi"), path.join(root, PLAN_DIR)]) {
     const st = await fs.lstat(dir);
-    if (st.isSymbolicLink() || !st.isDirectory()) throw new AppError("PLAN_ARTIFACT_PATH_UNSAFE", `${dir} is unsafe`);
+    if (st.isSymbolicLink() || !st.isDirectory())
+      throw new AppError("PLAN_ARTIFACT_PATH_UNSAFE", `${dir} is unsafe`);
   }
   const handle = await fs.open(abs, constants.O_RDONLY | constants.O_NOFOLLOW);
   try {

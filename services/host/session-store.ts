@@ -3,7 +3,16 @@
 import { promises as fs } from "node:fs";
 import path from "node:path";
 import { AppError } from "../protocol/app-error.ts";
-import type { ModelConfig, OperatingMode, PermissionMode, PlanningState, ProjectView, SessionView, ToolExecuteResult, TurnKind } from "../protocol/schemas.ts";
+import type {
+  ModelConfig,
+  OperatingMode,
+  PermissionMode,
+  PlanningState,
+  ProjectView,
+  SessionView,
+  ToolExecuteResult,
+  TurnKind,
+} from "../protocol/schemas.ts";
 import { appendAudit } from "./audit-log.ts";
 import type { Clock } from "./clock.ts";
 import { type Db, type Tx, withTransaction } from "./db.ts";
@@ -34,15 +43,27 @@ export function canAccess(row: Pick<SessionRow, "owner" | "approvers">, principa
   return row.owner === principal || row.approvers.includes(principal);
 }
 
-export function createSessionStore({ db, clock, workspaceRoots }: { db: Db; clock: Clock; workspaceRoots: string[] }) {
-  async function planningState(q: Db | Tx, row: SessionRow): Promise<{ state: PlanningState; activeTurnId: string | null }> {
+export function createSessionStore({
+  db,
+  clock,
+  workspaceRoots,
+}: {
+  db: Db;
+  clock: Clock;
+  workspaceRoots: string[];
+}) {
+  async function planningState(
+    q: Db | Tx,
+    row: SessionRow,
+  ): Promise<{ state: PlanningState; activeTurnId: string | null }> {
     const r = await q.query(
       `SELECT (SELECT id FROM turns WHERE session_id = $1 AND status = 'running') AS turn,
               EXISTS (SELECT 1 FROM plan_approvals WHERE session_id = $1 AND status = 'pending') AS pending`,
       [row.id],
     );
     const { turn, pending } = r.rows[0];
-    const state: PlanningState = row.mode === "agent" ? "inactive" : pending ? "awaiting_approval" : "planning";
+    const state: PlanningState =
+      row.mode === "agent" ? "inactive" : pending ? "awaiting_approval" : "planning";
     return { state, activeTurnId: turn };
   }
 
@@ -65,7 +86,9 @@ export function createSessionStore({ db, clock, workspaceRoots }: { db: Db; cloc
   }
 
   async function getRow(q: Db | Tx, sessionId: string, forUpdate = false): Promise<SessionRow> {
-    const r = await q.query(`${SESSION_SELECT} WHERE s.id = $1${forUpdate ? " FOR UPDATE OF s" : ""}`, [sessionId]);
+    const r = await q.query(`${SESSION_SELECT} WHERE s.id = $1${forUpdate ? " FOR UPDATE OF s" : ""}`, [
+      sessionId,
+    ]);
     if (r.rowCount === 0) throw new AppError("SESSION_NOT_FOUND");
     return r.rows[0];
   }
@@ -83,28 +106,41 @@ export function createSessionStore({ db, clock, workspaceRoots }: { db: Db; cloc
       const real = await fs.realpath(requested).catch(() => null);
       const st = real ? await fs.stat(real).catch(() => null) : null;
       const allowed = await Promise.all(workspaceRoots.map((r) => fs.realpath(r).catch(() => null)));
-      const inside = real !== null && allowed.some((r) => r !== null && (real === r || real.startsWith(r + path.sep)));
+      const inside =
+        real !== null && allowed.some((r) => r !== null && (real === r || real.startsWith(r + path.sep)));
       if (!real || !st?.isDirectory() || !inside) {
-        throw new AppError("WORKSPACE_NOT_ALLOWED", `${requested} is not an existing directory under a configured workspace root`);
+        throw new AppError(
+          "WORKSPACE_NOT_ALLOWED",
+          `${requested} is not an existing directory under a configured workspace root`,
+        );
       }
       const id = newId("prj");
       const at = clock.date();
       await withTransaction(db, async (tx) => {
-        await tx.query("INSERT INTO projects (id, name, workspace_root, owner, created_at) VALUES ($1, $2, $3, $4, $5)", [
-          id,
-          name,
-          real,
-          principal,
+        await tx.query(
+          "INSERT INTO projects (id, name, workspace_root, owner, created_at) VALUES ($1, $2, $3, $4, $5)",
+          [id, name, real, principal, at],
+        );
+        await appendAudit(tx, {
           at,
-        ]);
-        await appendAudit(tx, { at, principal, action: "project.create", details: { projectId: id, workspaceRoot: real } });
+          principal,
+          action: "project.create",
+          details: { projectId: id, workspaceRoot: real },
+        });
       });
       return { id, name, workspaceRoot: real, createdAt: at.toISOString() };
     },
 
     async createSession(
       principal: string,
-      p: { projectId: string; title?: string; mode?: OperatingMode; permissionMode?: PermissionMode; model?: ModelConfig; approvers?: string[] },
+      p: {
+        projectId: string;
+        title?: string;
+        mode?: OperatingMode;
+        permissionMode?: PermissionMode;
+        model?: ModelConfig;
+        approvers?: string[];
+      },
       hostId: string,
     ): Promise<SessionView> {
       const id = newId("ses");
@@ -119,7 +155,19 @@ export function createSessionStore({ db, clock, workspaceRoots }: { db: Db; cloc
         await tx.query(
           `INSERT INTO sessions (id, project_id, title, owner, approvers, mode, permission_mode, provider, model, model_config, version, created_at, updated_at)
            VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, 0, $11, $11)`,
-          [id, p.projectId, p.title ?? "", principal, [...new Set(p.approvers ?? [])], mode, p.permissionMode ?? "inherit", model.provider, model.model, JSON.stringify(model), at],
+          [
+            id,
+            p.projectId,
+            p.title ?? "",
+            principal,
+            [...new Set(p.approvers ?? [])],
+            mode,
+            p.permissionMode ?? "inherit",
+            model.provider,
+            model.model,
+            JSON.stringify(model),
+            at,
+          ],
         );
         await tx.query(
           `INSERT INTO session_leases (session_id, host_id, epoch, acquired_at)
@@ -127,24 +175,37 @@ export function createSessionStore({ db, clock, workspaceRoots }: { db: Db; cloc
           [id, hostId, at],
         );
         await appendAudit(tx, { at, principal, sessionId: id, action: "session.create", details: { mode } });
-        return view(await getRow(tx, id), { state: mode === "plan" ? "planning" : "inactive", activeTurnId: null });
+        return view(await getRow(tx, id), {
+          state: mode === "plan" ? "planning" : "inactive",
+          activeTurnId: null,
+        });
       });
     },
 
     async listSessions(principal: string): Promise<SessionView[]> {
-      const r = await db.query(`${SESSION_SELECT} WHERE s.owner = $1 OR $1 = ANY (s.approvers) ORDER BY s.created_at, s.id`, [principal]);
+      const r = await db.query(
+        `${SESSION_SELECT} WHERE s.owner = $1 OR $1 = ANY (s.approvers) ORDER BY s.created_at, s.id`,
+        [principal],
+      );
       return Promise.all(r.rows.map(async (row: SessionRow) => view(row, await planningState(db, row))));
     },
 
     /** Creates a running turn with its opening user message (the worker's context ends with it). */
-    async insertTurn(tx: Tx, p: { sessionId: string; kind: TurnKind; text: string; idempotencyKey?: string; proposalId?: string }) {
+    async insertTurn(
+      tx: Tx,
+      p: { sessionId: string; kind: TurnKind; text: string; idempotencyKey?: string; proposalId?: string },
+    ) {
       const turnId = newId("turn");
       const at = clock.date();
       await tx.query(
         `INSERT INTO turns (id, session_id, kind, status, created_at, idempotency_key, proposal_id) VALUES ($1, $2, $3, 'running', $4, $5, $6)`,
         [turnId, p.sessionId, p.kind, at, p.idempotencyKey ?? null, p.proposalId ?? null],
       );
-      await appendTranscript(tx, p.sessionId, turnId, { role: "user", content: p.text, timestamp: at.getTime() });
+      await appendTranscript(tx, p.sessionId, turnId, {
+        role: "user",
+        content: p.text,
+        timestamp: at.getTime(),
+      });
       return turnId;
     },
 
@@ -165,20 +226,41 @@ export function createSessionStore({ db, clock, workspaceRoots }: { db: Db; cloc
     },
 
     async recordedToolCall(turnId: string, toolCallId: string): Promise<ToolExecuteResult | null> {
-      const r = await db.query("SELECT result FROM tool_calls WHERE turn_id = $1 AND tool_call_id = $2", [turnId, toolCallId]);
+      const r = await db.query("SELECT result FROM tool_calls WHERE turn_id = $1 AND tool_call_id = $2", [
+        turnId,
+        toolCallId,
+      ]);
       return r.rows[0]?.result ?? null;
     },
 
     /** Records a tool call's result, its transcript entry and its audit row in one transaction. */
     async recordToolCall(
       q: Tx,
-      p: { sessionId: string; turnId: string; toolCallId: string; tool: string; principal: string; decision: "allow" | "deny"; code?: string; result: ToolExecuteResult },
+      p: {
+        sessionId: string;
+        turnId: string;
+        toolCallId: string;
+        tool: string;
+        principal: string;
+        decision: "allow" | "deny";
+        code?: string;
+        result: ToolExecuteResult;
+      },
     ): Promise<void> {
       const at = clock.date();
       await q.query(
         `INSERT INTO tool_calls (turn_id, tool_call_id, session_id, tool, decision, code, result, created_at)
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
-        [p.turnId, p.toolCallId, p.sessionId, p.tool, p.decision, p.code ?? null, JSON.stringify(p.result), at],
+        [
+          p.turnId,
+          p.toolCallId,
+          p.sessionId,
+          p.tool,
+          p.decision,
+          p.code ?? null,
+          JSON.stringify(p.result),
+          at,
+        ],
       );
       await appendTranscript(q, p.sessionId, p.turnId, {
         role: "toolResult",
@@ -202,7 +284,12 @@ export function createSessionStore({ db, clock, workspaceRoots }: { db: Db; cloc
       });
     },
 
-    async endTurn(q: Db | Tx, turnId: string, status: "completed" | "error" | "aborted", code?: string | null): Promise<boolean> {
+    async endTurn(
+      q: Db | Tx,
+      turnId: string,
+      status: "completed" | "error" | "aborted",
+      code?: string | null,
+    ): Promise<boolean> {
       const r = await q.query(
         "UPDATE turns SET status = $2, error_code = $3, ended_at = $4 WHERE id = $1 AND status = 'running'",
         [turnId, status, code ?? null, clock.date()],
@@ -211,7 +298,12 @@ export function createSessionStore({ db, clock, workspaceRoots }: { db: Db; cloc
     },
   };
 
-  async function appendTranscript(q: Db | Tx, sessionId: string, turnId: string | null, message: Record<string, unknown>): Promise<void> {
+  async function appendTranscript(
+    q: Db | Tx,
+    sessionId: string,
+    turnId: string | null,
+    message: Record<string, unknown>,
+  ): Promise<void> {
     // A worker may resend a tool result the host already recorded: keep the first.
     if (message.role === "toolResult" && typeof message.toolCallId === "string") {
       const dup = await q.query(
@@ -220,13 +312,10 @@ export function createSessionStore({ db, clock, workspaceRoots }: { db: Db; cloc
       );
       if (dup.rowCount) return;
     }
-    await q.query("INSERT INTO transcript_entries (session_id, turn_id, role, message, created_at) VALUES ($1, $2, $3, $4, $5)", [
-      sessionId,
-      turnId,
-      String(message.role),
-      JSON.stringify(message),
-      clock.date(),
-    ]);
+    await q.query(
+      "INSERT INTO transcript_entries (session_id, turn_id, role, message, created_at) VALUES ($1, $2, $3, $4, $5)",
+      [sessionId, turnId, String(message.role), JSON.stringify(message), clock.date()],
+    );
   }
 }
 

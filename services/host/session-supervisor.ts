@@ -2,12 +2,24 @@
 // observed: an actor error fails its waiting requests, is logged, and the next request restarts the
 // actor from rows. One session's failure never touches another. (Bounded restarts and passivation
 // come with the supervision work.)
-import { type Actor, createActor, fromPromise } from "xstate";
-import { type Reply, type SessionEvent, type SessionFacts, type StepInput, type StepOutput, sessionMachine } from "../../machines/session.machine.ts";
+import { type Actor, createActor, fromPromise, waitFor } from "xstate";
+import {
+  type Reply,
+  type SessionEvent,
+  type SessionFacts,
+  type StepInput,
+  type StepOutput,
+  sessionMachine,
+} from "../../machines/session.machine.ts";
 import { AppError } from "../protocol/app-error.ts";
 import type { ErrorCode } from "../protocol/error-codes.ts";
 import type { Logger } from "../protocol/log.ts";
-import type { PlansResolveParams, ProposalView, ToolExecuteResult, TurnAssignment } from "../protocol/schemas.ts";
+import type {
+  PlansResolveParams,
+  ProposalView,
+  ToolExecuteResult,
+  TurnAssignment,
+} from "../protocol/schemas.ts";
 import { appendAudit } from "./audit-log.ts";
 import type { Clock } from "./clock.ts";
 import { type Db, withTransaction } from "./db.ts";
@@ -30,7 +42,8 @@ export interface SupervisorDeps {
 }
 
 /** One I/O step of the machine, as a promise actor. */
-const step = (fn: (input: StepInput) => Promise<StepOutput>) => fromPromise<StepOutput, StepInput>(({ input }) => fn(input));
+const step = (fn: (input: StepInput) => Promise<StepOutput>) =>
+  fromPromise<StepOutput, StepInput>(({ input }) => fn(input));
 
 function req<T extends SessionEvent["type"]>(input: StepInput, type: T): Extract<SessionEvent, { type: T }> {
   if (input.request?.type !== type) throw new Error(`expected ${type}`);
@@ -39,10 +52,14 @@ function req<T extends SessionEvent["type"]>(input: StepInput, type: T): Extract
 
 export function createSessionSupervisor(deps: SupervisorDeps) {
   const { db, clock, sessions, plans, dispatcher, events, log } = deps;
-  const actors = new Map<string, { actor: Actor<typeof sessionMachine>; pending: Set<Reply> }>();
+  const actors = new Map<
+    string,
+    { actor: Actor<typeof sessionMachine>; pending: Set<Reply>; ready: Promise<unknown> }
+  >();
   const audiences = new Map<string, Audience>();
 
-  const audience = (sessionId: string): Audience => audiences.get(sessionId) ?? { sessionId, owner: "", approvers: [] };
+  const audience = (sessionId: string): Audience =>
+    audiences.get(sessionId) ?? { sessionId, owner: "", approvers: [] };
 
   async function publishSession(sessionId: string) {
     const row = await sessions.getRow(db, sessionId);
@@ -89,8 +106,19 @@ export function createSessionSupervisor(deps: SupervisorDeps) {
             [p.sessionId],
           );
           if (busy.rows[0].busy) throw new AppError("AGENT_BUSY");
-          const id = await sessions.insertTurn(tx, { sessionId: p.sessionId, kind: "prompt", text: p.text, ...(p.idempotencyKey ? { idempotencyKey: p.idempotencyKey } : {}) });
-          await appendAudit(tx, { at: clock.date(), principal: audience(p.sessionId).owner, sessionId: p.sessionId, turnId: id, action: "session.prompt" });
+          const id = await sessions.insertTurn(tx, {
+            sessionId: p.sessionId,
+            kind: "prompt",
+            text: p.text,
+            ...(p.idempotencyKey ? { idempotencyKey: p.idempotencyKey } : {}),
+          });
+          await appendAudit(tx, {
+            at: clock.date(),
+            principal: audience(p.sessionId).owner,
+            sessionId: p.sessionId,
+            turnId: id,
+            action: "session.prompt",
+          });
           return id;
         });
         events.publish(audience(p.sessionId), "turn.started", { turnId, kind: "prompt" });
@@ -99,11 +127,17 @@ export function createSessionSupervisor(deps: SupervisorDeps) {
 
       configure: step(async (input) => {
         const { params } = req(input, "CONFIGURE");
-        const p = params as { sessionId: string; mode?: string; permissionMode?: string; model?: { provider: string; model: string } };
+        const p = params as {
+          sessionId: string;
+          mode?: string;
+          permissionMode?: string;
+          model?: { provider: string; model: string };
+        };
         const before = await sessions.getRow(db, p.sessionId);
         const changes: Record<string, unknown> = {};
         if (p.mode !== undefined && p.mode !== before.mode) changes.mode = p.mode;
-        if (p.permissionMode !== undefined && p.permissionMode !== before.permission_mode) changes.permission_mode = p.permissionMode;
+        if (p.permissionMode !== undefined && p.permissionMode !== before.permission_mode)
+          changes.permission_mode = p.permissionMode;
         if (p.model !== undefined && JSON.stringify(p.model) !== JSON.stringify(before.model_config)) {
           changes.provider = p.model.provider;
           changes.model = p.model.model;
@@ -121,17 +155,23 @@ export function createSessionSupervisor(deps: SupervisorDeps) {
           if (busy.rows[0].busy) throw new AppError("PLAN_CONFIGURATION_BLOCKED");
           const cols = Object.keys(changes);
           const sets = cols.map((c, i) => `${c} = $${i + 3}`).join(", ");
-          const u = await tx.query(`UPDATE sessions SET ${sets}, version = version + 1, updated_at = $2 WHERE id = $1 AND version = $${cols.length + 3}`, [
-            p.sessionId,
-            clock.date(),
-            ...cols.map((c) => changes[c]),
-            before.version,
-          ]);
-          if (u.rowCount !== 1) throw new AppError("PLAN_CONFIGURATION_BLOCKED", "the session changed concurrently; retry");
-          await appendAudit(tx, { at: clock.date(), principal: before.owner, sessionId: p.sessionId, action: "session.configure", details: { ...changes, model_config: undefined } });
+          const u = await tx.query(
+            `UPDATE sessions SET ${sets}, version = version + 1, updated_at = $2 WHERE id = $1 AND version = $${cols.length + 3}`,
+            [p.sessionId, clock.date(), ...cols.map((c) => changes[c]), before.version],
+          );
+          if (u.rowCount !== 1)
+            throw new AppError("PLAN_CONFIGURATION_BLOCKED", "the session changed concurrently; retry");
+          await appendAudit(tx, {
+            at: clock.date(),
+            principal: before.owner,
+            sessionId: p.sessionId,
+            action: "session.configure",
+            details: { ...changes, model_config: undefined },
+          });
         });
         const view = await publishSession(p.sessionId);
-        if (changes.mode) events.publish(audience(p.sessionId), "plan.changed", { state: view.planningState });
+        if (changes.mode)
+          events.publish(audience(p.sessionId), "plan.changed", { state: view.planningState });
         return { mode: view.mode, result: view };
       }),
 
@@ -143,18 +183,29 @@ export function createSessionSupervisor(deps: SupervisorDeps) {
           const claimed = await plans.claimExecution(turnId);
           if (!claimed.ok) {
             if (claimed.code === "PLAN_ARTIFACT_HASH_MISMATCH") {
-              events.publish(audience(sessionId), "turn.ended", { turnId, status: "aborted", code: claimed.code });
-              const proposal = await db.query("SELECT id FROM plan_approvals WHERE execution_turn_id = $1", [turnId]);
+              events.publish(audience(sessionId), "turn.ended", {
+                turnId,
+                status: "aborted",
+                code: claimed.code,
+              });
+              const proposal = await db.query("SELECT id FROM plan_approvals WHERE execution_turn_id = $1", [
+                turnId,
+              ]);
               const view = await plans.get(proposal.rows[0].id);
               events.publish(audience(sessionId), "plan.changed", {
                 state: "inactive",
                 proposal: view,
-                ...(view.executionId ? { execution: { executionId: view.executionId, state: "interrupted" as const } } : {}),
+                ...(view.executionId
+                  ? { execution: { executionId: view.executionId, state: "interrupted" as const } }
+                  : {}),
               });
             }
             return { activeTurnId: null, result: new AppError(claimed.code) };
           }
-          const proposal = await db.query("SELECT id, execution_id FROM plan_approvals WHERE execution_turn_id = $1", [turnId]);
+          const proposal = await db.query(
+            "SELECT id, execution_id FROM plan_approvals WHERE execution_turn_id = $1",
+            [turnId],
+          );
           events.publish(audience(sessionId), "turn.started", { turnId, kind: "execution" });
           events.publish(audience(sessionId), "plan.changed", {
             state: "inactive",
@@ -182,17 +233,22 @@ export function createSessionSupervisor(deps: SupervisorDeps) {
         const { turnId, toolCallId } = req(input, "ENTER_PLAN");
         const sessionId = input.context.sessionId;
         await withTransaction(db, async (tx) => {
-          const u = await tx.query("UPDATE sessions SET mode = 'plan', version = version + 1, updated_at = $2 WHERE id = $1 AND mode = 'agent'", [
-            sessionId,
-            clock.date(),
-          ]);
+          const u = await tx.query(
+            "UPDATE sessions SET mode = 'plan', version = version + 1, updated_at = $2 WHERE id = $1 AND mode = 'agent'",
+            [sessionId, clock.date()],
+          );
           if (u.rowCount !== 1) throw new AppError("PLAN_ALREADY_ACTIVE");
           await appendAudit(tx, { at: clock.date(), sessionId, turnId, toolCallId, action: "plan.enter" });
         });
         await publishSession(sessionId);
         events.publish(audience(sessionId), "plan.changed", { state: "planning" });
         const result: ToolExecuteResult = {
-          content: [{ type: "text", text: "Plan mode is on. Inspect the workspace and submit a plan with ExitPlanMode." }],
+          content: [
+            {
+              type: "text",
+              text: "Plan mode is on. Inspect the workspace and submit a plan with ExitPlanMode.",
+            },
+          ],
           isError: false,
           terminate: true,
           next: { mode: "plan", systemPrompt: systemPromptFor("plan"), tools: toolsFor("plan") },
@@ -203,15 +259,39 @@ export function createSessionSupervisor(deps: SupervisorDeps) {
       submitPlan: step(async (input) => {
         const { turnId, toolCallId, args } = req(input, "SUBMIT_PLAN");
         const sessionId = input.context.sessionId;
-        const proposal = await plans.submit({ sessionId, turnId, toolCallId, principal: audience(sessionId).owner, args: args as Record<string, unknown> });
-        events.publish(audience(sessionId), "plan.changed", { state: "awaiting_approval", action: "submitted", proposal, status: "pending" });
+        const proposal = await plans.submit({
+          sessionId,
+          turnId,
+          toolCallId,
+          principal: audience(sessionId).owner,
+          args: args as Record<string, unknown>,
+        });
+        events.publish(audience(sessionId), "plan.changed", {
+          state: "awaiting_approval",
+          action: "submitted",
+          proposal,
+          status: "pending",
+        });
         const result: ToolExecuteResult = {
-          content: [{ type: "text", text: `Plan submitted as ${proposal.artifactPath}; waiting for a person to approve or reject it.` }],
+          content: [
+            {
+              type: "text",
+              text: `Plan submitted as ${proposal.artifactPath}; waiting for a person to approve or reject it.`,
+            },
+          ],
           isError: false,
           terminate: true,
-          details: { proposalId: proposal.proposalId, artifactPath: proposal.artifactPath, sha256: proposal.sha256 },
+          details: {
+            proposalId: proposal.proposalId,
+            artifactPath: proposal.artifactPath,
+            sha256: proposal.sha256,
+          },
         };
-        return { pendingProposalId: proposal.proposalId, pendingDeadlineMs: new Date(proposal.deadline).getTime(), result };
+        return {
+          pendingProposalId: proposal.proposalId,
+          pendingDeadlineMs: new Date(proposal.deadline).getTime(),
+          result,
+        };
       }),
 
       resolvePlan: step(async (input) => {
@@ -234,7 +314,12 @@ export function createSessionSupervisor(deps: SupervisorDeps) {
         }
         if (outcome.kind === "rejected") {
           events.publish(audience(sessionId), "turn.ended", { turnId: p.turnId, status: "completed" });
-          events.publish(audience(sessionId), "plan.changed", { state: "planning", action: "rejected", proposal: p, status: p.status });
+          events.publish(audience(sessionId), "plan.changed", {
+            state: "planning",
+            action: "rejected",
+            proposal: p,
+            status: p.status,
+          });
           return { pendingProposalId: null, result: p };
         }
         if (p.status === "expired") {
@@ -249,9 +334,21 @@ export function createSessionSupervisor(deps: SupervisorDeps) {
         const sessionId = input.context.sessionId;
         const execution = await withTransaction(db, async (tx) => {
           await sessions.endTurn(tx, turnId, status, code ?? null);
-          await appendAudit(tx, { at: clock.date(), sessionId, turnId, action: "turn.end", decision: status, code: code ?? null });
+          await appendAudit(tx, {
+            at: clock.date(),
+            sessionId,
+            turnId,
+            action: "turn.end",
+            decision: status,
+            code: code ?? null,
+          });
           if (input.context.turnKind !== "execution") return null;
-          return plans.finishExecution(tx, turnId, status === "completed" ? "completed" : "interrupted", status === "completed" ? undefined : (code ?? "PLAN_EXECUTION_INTERRUPTED"));
+          return plans.finishExecution(
+            tx,
+            turnId,
+            status === "completed" ? "completed" : "interrupted",
+            status === "completed" ? undefined : (code ?? "PLAN_EXECUTION_INTERRUPTED"),
+          );
         });
         events.publish(audience(sessionId), "turn.ended", { turnId, status, ...(code ? { code } : {}) });
         if (execution?.executionId && execution.executionState) {
@@ -280,7 +377,14 @@ export function createSessionSupervisor(deps: SupervisorDeps) {
             proposal = await plans.finishExecution(tx, turnId, "interrupted", code);
           }
           if (turnId) await sessions.endTurn(tx, turnId, "aborted", code);
-          await appendAudit(tx, { at: clock.date(), principal, sessionId, turnId, action: "session.abort", code });
+          await appendAudit(tx, {
+            at: clock.date(),
+            principal,
+            sessionId,
+            turnId,
+            action: "session.abort",
+            code,
+          });
         });
         if (turnId) events.publish(audience(sessionId), "turn.ended", { turnId, status: "aborted", code });
         const p = proposal as ProposalView | null;
@@ -291,10 +395,14 @@ export function createSessionSupervisor(deps: SupervisorDeps) {
             action: "interrupted",
             proposal: p,
             status: p.status,
-            ...(p.executionId && p.executionState ? { execution: { executionId: p.executionId, state: p.executionState } } : {}),
+            ...(p.executionId && p.executionState
+              ? { execution: { executionId: p.executionId, state: p.executionState } }
+              : {}),
           });
         }
-        return { result: { sessionId, aborted: turnId ? { turnId, code, proposalId: p?.proposalId ?? null } : null } };
+        return {
+          result: { sessionId, aborted: turnId ? { turnId, code, proposalId: p?.proposalId ?? null } : null },
+        };
       }),
 
       expirePlan: step(async (input) => {
@@ -313,7 +421,12 @@ export function createSessionSupervisor(deps: SupervisorDeps) {
         );
       },
       offerTurn: ({ context }, { turnId }) => {
-        if (turnId) dispatcher.offer({ turnId, sessionId: context.sessionId, kind: context.turnKind === "execution" ? "execution" : "prompt" });
+        if (turnId)
+          dispatcher.offer({
+            turnId,
+            sessionId: context.sessionId,
+            kind: context.turnKind === "execution" ? "execution" : "prompt",
+          });
       },
       revokeToken: (_, { turnId, park }) => (park ? dispatcher.park(turnId) : dispatcher.revoke(turnId)),
     },
@@ -323,8 +436,17 @@ export function createSessionSupervisor(deps: SupervisorDeps) {
   });
 
   function publishExpired(sessionId: string, p: ProposalView) {
-    events.publish(audience(sessionId), "turn.ended", { turnId: p.turnId, status: "aborted", code: "PLAN_APPROVAL_TIMEOUT" });
-    events.publish(audience(sessionId), "plan.changed", { state: "planning", action: "expired", proposal: p, status: p.status });
+    events.publish(audience(sessionId), "turn.ended", {
+      turnId: p.turnId,
+      status: "aborted",
+      code: "PLAN_APPROVAL_TIMEOUT",
+    });
+    events.publish(audience(sessionId), "plan.changed", {
+      state: "planning",
+      action: "expired",
+      proposal: p,
+      status: p.status,
+    });
   }
 
   function entry(sessionId: string) {
@@ -332,7 +454,10 @@ export function createSessionSupervisor(deps: SupervisorDeps) {
     if (e) return e;
     const actor = createActor(machine, { input: { sessionId } });
     const pending = new Set<Reply>();
-    e = { actor, pending };
+    // Requests wait until the actor has read its rows (the loading state answers nothing).
+    const ready = waitFor(actor, (snap) => !snap.matches("loading"), { timeout: 30_000 });
+    ready.catch(() => {});
+    e = { actor, pending, ready };
     actors.set(sessionId, e);
     actor.subscribe({
       error: (err) => {
@@ -370,12 +495,19 @@ export function createSessionSupervisor(deps: SupervisorDeps) {
           },
         };
         e.pending.add(reply);
-        e.actor.send(build(reply));
+        e.ready.then(
+          () => e.actor.send(build(reply)),
+          (err) => reply.error(err),
+        );
       });
     },
     /** Fire-and-forget event (lease loss). */
     send(sessionId: string, event: SessionEvent): void {
-      entry(sessionId).actor.send(event);
+      const e = entry(sessionId);
+      e.ready.then(
+        () => e.actor.send(event),
+        () => {},
+      );
     },
     stopAll(): void {
       for (const { actor } of actors.values()) actor.stop();

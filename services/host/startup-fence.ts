@@ -15,7 +15,13 @@ export interface FenceReport {
   permissionsDenied: number;
 }
 
-export async function runStartupFence(deps: { db: Db; clock: Clock; hostId: string; log: Logger; info?: Record<string, unknown> }): Promise<FenceReport> {
+export async function runStartupFence(deps: {
+  db: Db;
+  clock: Clock;
+  hostId: string;
+  log: Logger;
+  info?: Record<string, unknown>;
+}): Promise<FenceReport> {
   const { db, clock, hostId, log } = deps;
   const at = clock.date();
   const report = await withTransaction(db, async (tx) => {
@@ -27,7 +33,11 @@ export async function runStartupFence(deps: { db: Db; clock: Clock; hostId: stri
     );
     const incarnation: number = host.rows[0].incarnation;
     // With one host every earlier row is fenced; the epoch marks which incarnation owns the session.
-    await tx.query("UPDATE session_leases SET host_id = $1, epoch = $2, acquired_at = $3", [hostId, incarnation, at]);
+    await tx.query("UPDATE session_leases SET host_id = $1, epoch = $2, acquired_at = $3", [
+      hostId,
+      incarnation,
+      at,
+    ]);
 
     const approvals = await tx.query(
       `UPDATE plan_approvals SET status = 'interrupted', error_code = 'PLAN_APPROVAL_INTERRUPTED', resolved_at = $1, version = version + 1

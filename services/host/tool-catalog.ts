@@ -9,7 +9,13 @@ const CATALOG: Record<string, ToolSpec> = {
   Read: {
     name: "Read",
     description: "Read a text file in the workspace. Optional 0-based line offset and line limit.",
-    parameters: S(Type.Object({ path: Type.String(), offset: Type.Optional(Type.Integer({ minimum: 0 })), limit: Type.Optional(Type.Integer({ minimum: 1 })) })),
+    parameters: S(
+      Type.Object({
+        path: Type.String(),
+        offset: Type.Optional(Type.Integer({ minimum: 0 })),
+        limit: Type.Optional(Type.Integer({ minimum: 1 })),
+      }),
+    ),
   },
   Glob: {
     name: "Glob",
@@ -19,7 +25,13 @@ const CATALOG: Record<string, ToolSpec> = {
   Grep: {
     name: "Grep",
     description: "Search workspace files for a regular expression; optional path and file glob.",
-    parameters: S(Type.Object({ pattern: Type.String(), path: Type.Optional(Type.String()), glob: Type.Optional(Type.String()) })),
+    parameters: S(
+      Type.Object({
+        pattern: Type.String(),
+        path: Type.Optional(Type.String()),
+        glob: Type.Optional(Type.String()),
+      }),
+    ),
   },
   Write: {
     name: "Write",
@@ -34,16 +46,23 @@ const CATALOG: Record<string, ToolSpec> = {
   Bash: {
     name: "Bash",
     description: "Run a shell command in the workspace sandbox (timeout in seconds, 1-300, default 60).",
-    parameters: S(Type.Object({ command: Type.String(), timeout: Type.Optional(Type.Integer({ minimum: 1, maximum: 300 })) })),
+    parameters: S(
+      Type.Object({
+        command: Type.String(),
+        timeout: Type.Optional(Type.Integer({ minimum: 1, maximum: 300 })),
+      }),
+    ),
   },
   EnterPlanMode: {
     name: "EnterPlanMode",
-    description: "Switch this session to Plan: inspect, then submit a plan for a person to approve. Must be the only tool call.",
+    description:
+      "Switch this session to Plan: inspect, then submit a plan for a person to approve. Must be the only tool call.",
     parameters: S(Type.Object({})),
   },
   ExitPlanMode: {
     name: "ExitPlanMode",
-    description: "Submit plan: the Markdown plan, a title and the question for the approver. Must be the only tool call; the run then waits for approval.",
+    description:
+      "Submit plan: the Markdown plan, a title and the question for the approver. Must be the only tool call; the run then waits for approval.",
     parameters: S(Type.Object({ title: Type.String(), markdown: Type.String(), question: Type.String() })),
   },
 };

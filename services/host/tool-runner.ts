@@ -10,7 +10,18 @@ import type { ToolExecuteResult } from "../protocol/schemas.ts";
 export const MAX_READ_BYTES = 256 * 1024;
 const MAX_RESULTS = 500;
 
-const DENY_ALWAYS = [".env", ".env.*", "**/.env", "**/.env.*", "**/*.pem", "**/*.key", "**/id_rsa*", "**/id_ed25519*", ".git/objects/**", "**/.git/objects/**"];
+const DENY_ALWAYS = [
+  ".env",
+  ".env.*",
+  "**/.env",
+  "**/.env.*",
+  "**/*.pem",
+  "**/*.key",
+  "**/id_rsa*",
+  "**/id_ed25519*",
+  ".git/objects/**",
+  "**/.git/objects/**",
+];
 const DENY_WRITES = [".pi/plan", ".pi/plan/**"];
 const isDenied = picomatch(DENY_ALWAYS, { dot: true });
 const isWriteDenied = picomatch(DENY_WRITES, { dot: true });
@@ -29,7 +40,8 @@ function argString(args: Record<string, unknown>, name: string, optional = false
 function argInt(args: Record<string, unknown>, name: string): number | undefined {
   const v = args[name];
   if (v === undefined) return undefined;
-  if (typeof v !== "number" || !Number.isInteger(v) || v < 0) throw new AppError("INVALID_PARAMS", `${name} must be a non-negative integer`);
+  if (typeof v !== "number" || !Number.isInteger(v) || v < 0)
+    throw new AppError("INVALID_PARAMS", `${name} must be a non-negative integer`);
   return v;
 }
 
@@ -48,7 +60,8 @@ export function createToolRunner({ workspaceRoot }: { workspaceRoot: string }) {
     if (p.includes("\0")) throw new AppError("PATH_OUTSIDE_WORKSPACE", "path contains NUL");
     const r = await root();
     const lexical = path.resolve(r, p);
-    if (lexical !== r && !lexical.startsWith(r + path.sep)) throw new AppError("PATH_OUTSIDE_WORKSPACE", `${p} is outside the workspace`);
+    if (lexical !== r && !lexical.startsWith(r + path.sep))
+      throw new AppError("PATH_OUTSIDE_WORKSPACE", `${p} is outside the workspace`);
     // Resolve symlinks of the existing part of the path.
     let existing = lexical;
     const rest: string[] = [];
@@ -62,10 +75,12 @@ export function createToolRunner({ workspaceRoot }: { workspaceRoot: string }) {
       }
     }
     const abs = path.join(existing, ...rest);
-    if (abs !== r && !abs.startsWith(r + path.sep)) throw new AppError("PATH_OUTSIDE_WORKSPACE", `${p} resolves outside the workspace`);
+    if (abs !== r && !abs.startsWith(r + path.sep))
+      throw new AppError("PATH_OUTSIDE_WORKSPACE", `${p} resolves outside the workspace`);
     const rel = path.relative(r, abs).split(path.sep).join("/");
     if (rel && isDenied(rel)) throw new AppError("WORKSPACE_PATH_DENIED", `${rel} is on the deny-list`);
-    if (forWrite && rel && isWriteDenied(rel)) throw new AppError("WORKSPACE_PATH_DENIED", ".pi/plan belongs to the host");
+    if (forWrite && rel && isWriteDenied(rel))
+      throw new AppError("WORKSPACE_PATH_DENIED", ".pi/plan belongs to the host");
     return { abs, rel };
   }
 
@@ -83,10 +98,12 @@ export function createToolRunner({ workspaceRoot }: { workspaceRoot: string }) {
   }
 
   async function readText(abs: string): Promise<string> {
-    const handle = await fs.open(abs, constants.O_RDONLY | constants.O_NOFOLLOW).catch((err: NodeJS.ErrnoException) => {
-      if (err.code === "ENOENT") throw new AppError("FILE_NOT_FOUND");
-      throw new AppError("TOOL_FAILED", err.message, { cause: err });
-    });
+    const handle = await fs
+      .open(abs, constants.O_RDONLY | constants.O_NOFOLLOW)
+      .catch((err: NodeJS.ErrnoException) => {
+        if (err.code === "ENOENT") throw new AppError("FILE_NOT_FOUND");
+        throw new AppError("TOOL_FAILED", err.message, { cause: err });
+      });
     try {
       const st = await handle.stat();
       if (!st.isFile()) throw new AppError("TOOL_FAILED", "not a regular file");
@@ -103,7 +120,11 @@ export function createToolRunner({ workspaceRoot }: { workspaceRoot: string }) {
   async function writeFileSafe(abs: string, content: string): Promise<void> {
     await fs.mkdir(path.dirname(abs), { recursive: true });
     // O_NOFOLLOW: a symlink planted at the final component is refused rather than followed.
-    const handle = await fs.open(abs, constants.O_WRONLY | constants.O_CREAT | constants.O_TRUNC | constants.O_NOFOLLOW, 0o644);
+    const handle = await fs.open(
+      abs,
+      constants.O_WRONLY | constants.O_CREAT | constants.O_TRUNC | constants.O_NOFOLLOW,
+      0o644,
+    );
     try {
       await handle.writeFile(content, "utf8");
     } finally {
@@ -178,7 +199,10 @@ export function createToolRunner({ workspaceRoot }: { workspaceRoot: string }) {
           return text(`edited ${rel}`, { path: rel });
         }
         case "Bash":
-          throw new AppError("SANDBOX_UNAVAILABLE", "Bash runs only inside the bubblewrap sandbox, which this host does not provide yet");
+          throw new AppError(
+            "SANDBOX_UNAVAILABLE",
+            "Bash runs only inside the bubblewrap sandbox, which this host does not provide yet",
+          );
         default:
           throw new AppError("TOOL_NOT_FOUND");
       }

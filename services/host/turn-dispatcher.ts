@@ -42,7 +42,10 @@ export function createTurnDispatcher(deps: {
       if (now - lease.lastBeat > deps.leaseMs) {
         leases.delete(lease.turnId);
         deps.log.warn("turn.lease_lost", { turnId: lease.turnId, workerId: lease.workerId });
-        deps.nc.publish(turnCancelSubject(deps.prefix, lease.turnId), encodeJson({ reason: "TURN_LEASE_EXPIRED" }));
+        deps.nc.publish(
+          turnCancelSubject(deps.prefix, lease.turnId),
+          encodeJson({ reason: "TURN_LEASE_EXPIRED" }),
+        );
         deps.onLeaseLost(lease);
       }
     }
@@ -69,7 +72,12 @@ export function createTurnDispatcher(deps: {
       offers.set(o.turnId, o);
     },
     grant(o: Offer, workerId: string): Lease {
-      const lease: Lease = { ...o, workerId, token: `tok_${randomBytes(24).toString("base64url")}`, lastBeat: deps.clock.now() };
+      const lease: Lease = {
+        ...o,
+        workerId,
+        token: `tok_${randomBytes(24).toString("base64url")}`,
+        lastBeat: deps.clock.now(),
+      };
       leases.set(o.turnId, lease);
       return lease;
     },
@@ -89,7 +97,8 @@ export function createTurnDispatcher(deps: {
     revoke(turnId: string | null): void {
       if (!turnId) return;
       offers.delete(turnId);
-      if (leases.delete(turnId)) deps.nc.publish(turnCancelSubject(deps.prefix, turnId), encodeJson({ reason: "revoked" }));
+      if (leases.delete(turnId))
+        deps.nc.publish(turnCancelSubject(deps.prefix, turnId), encodeJson({ reason: "revoked" }));
     },
     /** Revokes the token without a cancel notice: the run parked normally (ExitPlanMode). */
     park(turnId: string | null): void {

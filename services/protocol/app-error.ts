@@ -13,8 +13,15 @@ export class AppError extends Error {
   readonly code: ErrorCode;
   readonly details: Record<string, unknown> | undefined;
 
-  constructor(code: ErrorCode, message?: string, options?: { cause?: unknown; details?: Record<string, unknown> }) {
-    super(message ?? errorCodeInfo[code].message, options?.cause === undefined ? undefined : { cause: options.cause });
+  constructor(
+    code: ErrorCode,
+    message?: string,
+    options?: { cause?: unknown; details?: Record<string, unknown> },
+  ) {
+    super(
+      message ?? errorCodeInfo[code].message,
+      options?.cause === undefined ? undefined : { cause: options.cause },
+    );
     this.name = "AppError";
     this.code = code;
     this.details = options?.details;
@@ -34,7 +41,10 @@ export class AppError extends Error {
     if (typeof value === "object" && value !== null) {
       const v = value as Record<string, unknown>;
       if (isErrorCode(v.code)) {
-        const details = typeof v.details === "object" && v.details !== null ? (v.details as Record<string, unknown>) : undefined;
+        const details =
+          typeof v.details === "object" && v.details !== null
+            ? (v.details as Record<string, unknown>)
+            : undefined;
         return new AppError(v.code, typeof v.message === "string" ? v.message : undefined, { details });
       }
     }

@@ -127,7 +127,10 @@ export const errorCodeInfo: Record<ErrorCode, ErrorCodeInfo> = {
     retriable: false,
     message: ".pi or .pi/plan is a symlink or not a directory, or the path escapes the workspace.",
   },
-  PLAN_ARTIFACT_WRITE_FAILED: { retriable: true, message: "The plan file could not be written; no row exists." },
+  PLAN_ARTIFACT_WRITE_FAILED: {
+    retriable: true,
+    message: "The plan file could not be written; no row exists.",
+  },
   PLAN_ARTIFACT_COLLISION_LIMIT: {
     retriable: true,
     message: "Too many plan files with the same name and time.",

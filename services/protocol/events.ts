@@ -1,14 +1,36 @@
 // Session event types published on `<prefix>.evt.<principal>.<sessionId>.<type>` and kept in the
 // JetStream stream. Every event body carries sessionId and the host's timestamp `at`.
-import type { ApprovalStatus, ExecutionState, OperatingMode, PermissionMode, PlanningState, ProposalView, TurnKind, TurnStatus } from "./schemas.ts";
+import type {
+  ApprovalStatus,
+  ExecutionState,
+  OperatingMode,
+  PermissionMode,
+  PlanningState,
+  ProposalView,
+  TurnKind,
+  TurnStatus,
+} from "./schemas.ts";
 
 export interface EventBodies {
-  "session.changed": { mode: OperatingMode; permissionMode: PermissionMode; planningState: PlanningState; version: number };
+  "session.changed": {
+    mode: OperatingMode;
+    permissionMode: PermissionMode;
+    planningState: PlanningState;
+    version: number;
+  };
   "turn.started": { turnId: string; kind: TurnKind };
   "turn.ended": { turnId: string; status: TurnStatus; code?: string };
-  "message": { turnId: string; role: "assistant"; text: string };
+  message: { turnId: string; role: "assistant"; text: string };
   "tool.called": { turnId: string; toolCallId: string; tool: string; args: Record<string, unknown> };
-  "tool.result": { turnId: string; toolCallId: string; tool: string; decision: "allow" | "deny"; isError: boolean; code?: string; text: string };
+  "tool.result": {
+    turnId: string;
+    toolCallId: string;
+    tool: string;
+    decision: "allow" | "deny";
+    isError: boolean;
+    code?: string;
+    text: string;
+  };
   "plan.changed": {
     state: PlanningState;
     action?: "submitted" | "approved" | "rejected" | "expired" | "interrupted";
@@ -20,6 +42,18 @@ export interface EventBodies {
 }
 
 export type EventType = keyof EventBodies;
-export const EVENT_TYPES: EventType[] = ["session.changed", "turn.started", "turn.ended", "message", "tool.called", "tool.result", "plan.changed"];
+export const EVENT_TYPES: EventType[] = [
+  "session.changed",
+  "turn.started",
+  "turn.ended",
+  "message",
+  "tool.called",
+  "tool.result",
+  "plan.changed",
+];
 
-export type SessionEvent<T extends EventType = EventType> = { type: T; sessionId: string; at: string } & EventBodies[T];
+export type SessionEvent<T extends EventType = EventType> = {
+  type: T;
+  sessionId: string;
+  at: string;
+} & EventBodies[T];

@@ -7,7 +7,10 @@ export interface Logger {
   error(event: string, fields?: Record<string, unknown>): void;
 }
 
-export function createLogger(service: string, write: (line: string) => void = (l) => process.stdout.write(l)): Logger {
+export function createLogger(
+  service: string,
+  write: (line: string) => void = (l) => process.stdout.write(l),
+): Logger {
   const emit = (level: string, event: string, fields?: Record<string, unknown>) => {
     write(`${JSON.stringify({ t: new Date().toISOString(), level, service, event, ...fields })}\n`);
   };

@@ -15,7 +15,10 @@ async function request<T>(nc: NatsConnection, subject: string, params: unknown, 
   try {
     msg = await nc.request(subject, encodeJson(params), { timeout });
   } catch (cause) {
-    throw new AppError("INTERNAL", `no reply on ${subject}: ${(cause as Error).message}`, { cause, details: { transport: true } });
+    throw new AppError("INTERNAL", `no reply on ${subject}: ${(cause as Error).message}`, {
+      cause,
+      details: { transport: true },
+    });
   }
   return unwrapReply<T>(msg.data);
 }

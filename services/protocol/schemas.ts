@@ -32,9 +32,15 @@ export const ScriptStep = Type.Object(
   {
     text: Type.Optional(Type.String()),
     toolCalls: Type.Optional(
-      Type.Array(Type.Object({ name: Type.String({ minLength: 1 }), args: Type.Record(Type.String(), Type.Unknown()) }), {
-        maxItems: 16,
-      }),
+      Type.Array(
+        Type.Object({
+          name: Type.String({ minLength: 1 }),
+          args: Type.Record(Type.String(), Type.Unknown()),
+        }),
+        {
+          maxItems: 16,
+        },
+      ),
     ),
     waitForFile: Type.Optional(Type.String({ minLength: 1 })),
   },
@@ -57,7 +63,10 @@ export type ModelConfig = Static<typeof ModelConfig>;
 export const HelloParams = Type.Object({ protocolVersion: Type.Integer() }, { additionalProperties: false });
 
 export const ProjectCreateParams = Type.Object(
-  { name: Type.String({ minLength: 1, maxLength: 200 }), workspaceRoot: Type.String({ minLength: 1, maxLength: 4096 }) },
+  {
+    name: Type.String({ minLength: 1, maxLength: 200 }),
+    workspaceRoot: Type.String({ minLength: 1, maxLength: 4096 }),
+  },
   { additionalProperties: false },
 );
 
@@ -96,7 +105,10 @@ export const SessionPromptParams = Type.Object(
   { additionalProperties: false },
 );
 
-export const PlansPendingParams = Type.Object({ sessionId: Type.Optional(Id) }, { additionalProperties: false });
+export const PlansPendingParams = Type.Object(
+  { sessionId: Type.Optional(Id) },
+  { additionalProperties: false },
+);
 
 /**
  * action and targetPermissionMode are plain strings on purpose: the host answers a wrong value with
@@ -108,7 +120,7 @@ export const PlansResolveParams = Type.Object(
     sessionId: Id,
     turnId: Id,
     toolCallId: Type.String({ minLength: 1, maxLength: 256 }),
-    version: Type.Optional(Type.Integer({ minimum: 0 })),
+    version: Type.Optional(Type.Integer({ minimum: 0, maximum: 2147483647 })),
     action: Type.String({ maxLength: 64 }),
     targetPermissionMode: Type.Optional(Type.String({ maxLength: 64 })),
   },
@@ -120,9 +132,15 @@ export const ArtifactsReadParams = Type.Object({ proposalId: Id }, { additionalP
 
 // ---- agent-worker methods ---------------------------------------------------------------------
 
-export const AgentHello = Type.Object({ workerId: Id, protocolVersion: Type.Integer() }, { additionalProperties: false });
+export const AgentHello = Type.Object(
+  { workerId: Id, protocolVersion: Type.Integer() },
+  { additionalProperties: false },
+);
 
-export const TurnOffer = Type.Object({ turnId: Id, sessionId: Id, kind: Type.String() }, { additionalProperties: false });
+export const TurnOffer = Type.Object(
+  { turnId: Id, sessionId: Id, kind: Type.String() },
+  { additionalProperties: false },
+);
 export type TurnOffer = Static<typeof TurnOffer>;
 
 export const ClaimParams = Type.Object({ turnId: Id, workerId: Id }, { additionalProperties: false });
@@ -132,12 +150,19 @@ const TurnAuth = { turnId: Id, token: Type.String({ minLength: 1, maxLength: 256
 export const TurnAuthParams = Type.Object(TurnAuth);
 
 export const ContextParams = Type.Object(
-  { ...TurnAuth, cursor: Type.Optional(Type.Integer({ minimum: 0 })), limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 500 })) },
+  {
+    ...TurnAuth,
+    cursor: Type.Optional(Type.Integer({ minimum: 0, maximum: Number.MAX_SAFE_INTEGER })),
+    limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 500 })),
+  },
   { additionalProperties: false },
 );
 
 export const AppendParams = Type.Object(
-  { ...TurnAuth, messages: Type.Array(Type.Record(Type.String(), Type.Unknown()), { minItems: 1, maxItems: 64 }) },
+  {
+    ...TurnAuth,
+    messages: Type.Array(Type.Record(Type.String(), Type.Unknown()), { minItems: 1, maxItems: 64 }),
+  },
   { additionalProperties: false },
 );
 
@@ -160,7 +185,13 @@ export const ToolsExecuteParams = Type.Object(
     tool: Type.String({ minLength: 1, maxLength: 128 }),
     args: Type.Record(Type.String(), Type.Unknown()),
     batch: Type.Array(
-      Type.Object({ toolCallId: Type.String({ minLength: 1, maxLength: 256 }), tool: Type.String({ maxLength: 128 }) }),
+      Type.Object(
+        {
+          toolCallId: Type.String({ minLength: 1, maxLength: 256 }),
+          tool: Type.String({ minLength: 1, maxLength: 128 }),
+        },
+        { additionalProperties: false },
+      ),
       { minItems: 1, maxItems: 64 },
     ),
     requestedMode: Type.Optional(Type.String({ maxLength: 32 })),

@@ -13,7 +13,10 @@ export function rpcWildcard(prefix: string): string {
 }
 
 /** Parses `<prefix>.rpc.<principal>.<method...>`; null when the subject is not one. */
-export function parseRpcSubject(prefix: string, subject: string): { principal: string; method: string } | null {
+export function parseRpcSubject(
+  prefix: string,
+  subject: string,
+): { principal: string; method: string } | null {
   const head = `${prefix}.rpc.`;
   if (!subject.startsWith(head)) return null;
   const rest = subject.slice(head.length);
@@ -54,7 +57,14 @@ export function testSubject(prefix: string, name: string): string {
 /** Principals and ids become subject tokens: only these characters are accepted. */
 export const SUBJECT_TOKEN = /^[A-Za-z0-9_-]{1,64}$/;
 
-export const AGENT_METHODS = ["claim", "context", "append", "heartbeat", "tools.execute", "turn.end"] as const;
+export const AGENT_METHODS = [
+  "claim",
+  "context",
+  "append",
+  "heartbeat",
+  "tools.execute",
+  "turn.end",
+] as const;
 export type AgentMethod = (typeof AGENT_METHODS)[number];
 
 export const WORKER_QUEUE = "workers";

@@ -22,7 +22,11 @@ export interface ManagedProcess {
 
 const live = new Set<ManagedProcess>();
 
-export function spawnTs(entry: string, env: Record<string, string | undefined>, args: string[] = []): ManagedProcess {
+export function spawnTs(
+  entry: string,
+  env: Record<string, string | undefined>,
+  args: string[] = [],
+): ManagedProcess {
   const child = spawn(TSX, [path.join(REPO_ROOT, entry), ...args], {
     cwd: REPO_ROOT,
     env: { PATH: process.env.PATH, HOME: process.env.HOME, ...env } as NodeJS.ProcessEnv,
@@ -32,7 +36,8 @@ export function spawnTs(entry: string, env: Record<string, string | undefined>, 
   const waiters: Array<{ event: string; resolve: (v: Record<string, unknown>) => void }> = [];
   const onLine = (line: string) => {
     lines.push(line);
-    if (process.env.PIHOST_TEST_VERBOSE) process.stderr.write(`[${path.basename(path.dirname(entry))}] ${line}\n`);
+    if (process.env.PIHOST_TEST_VERBOSE)
+      process.stderr.write(`[${path.basename(path.dirname(entry))}] ${line}\n`);
     let parsed: Record<string, unknown> | null = null;
     try {
       parsed = JSON.parse(line);
@@ -73,7 +78,11 @@ export function spawnTs(entry: string, env: Record<string, string | undefined>, 
       }
       return new Promise((resolve, reject) => {
         const timer = setTimeout(() => {
-          reject(new Error(`timed out waiting for ${event} from ${entry}; output:\n${lines.slice(-40).join("\n")}`));
+          reject(
+            new Error(
+              `timed out waiting for ${event} from ${entry}; output:\n${lines.slice(-40).join("\n")}`,
+            ),
+          );
         }, timeoutMs);
         const w = {
           event,
@@ -86,7 +95,9 @@ export function spawnTs(entry: string, env: Record<string, string | undefined>, 
         void exited.then((code) => {
           if (waiters.includes(w)) {
             clearTimeout(timer);
-            reject(new Error(`${entry} exited (${code}) before ${event}; output:\n${lines.slice(-40).join("\n")}`));
+            reject(
+              new Error(`${entry} exited (${code}) before ${event}; output:\n${lines.slice(-40).join("\n")}`),
+            );
           }
         });
       });

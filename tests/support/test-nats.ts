@@ -40,9 +40,13 @@ export interface PrivateNats {
 export async function startPrivateNats(): Promise<PrivateNats> {
   const port = await freePort();
   const dir = mkdtempSync(path.join(os.tmpdir(), "pihost-nats-"));
-  const child: ChildProcess = spawn("nats-server", ["-a", "127.0.0.1", "-p", String(port), "-js", "-sd", dir], {
-    stdio: "ignore",
-  });
+  const child: ChildProcess = spawn(
+    "nats-server",
+    ["-a", "127.0.0.1", "-p", String(port), "-js", "-sd", dir],
+    {
+      stdio: "ignore",
+    },
+  );
   const url = `nats://127.0.0.1:${port}`;
   const deadline = Date.now() + 10_000;
   for (;;) {

@@ -1,0 +1,160 @@
+// A whole pi-host stack for one test file: its own database, subject prefix, workspace folder and
+// scripted-model call log, with the host and agent worker as real child processes.
+import { mkdirSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import type { NatsConnection, Subscription } from "@nats-io/nats-core";
+import { decodeJson } from "../../services/protocol/envelope.ts";
+import type { SessionEvent } from "../../services/protocol/events.ts";
+import { createAgentClient, createRpcClient } from "../../services/protocol/rpc-client.ts";
+import { sessionEventsWildcard } from "../../services/protocol/subjects.ts";
+import { createTestDatabase, type TestDatabase } from "./test-db.ts";
+import { connectNats, NATS_URL, uniquePrefix } from "./test-nats.ts";
+import { type ManagedProcess, reapAll, type StackEnv, startHost, startWorker } from "./processes.ts";
+
+export interface Stack {
+  db: TestDatabase;
+  nc: NatsConnection;
+  env: StackEnv;
+  dir: string;
+  host: ManagedProcess | null;
+  worker: ManagedProcess | null;
+  rpc(principal?: string): ReturnType<typeof createRpcClient>;
+  agent: ReturnType<typeof createAgentClient>;
+  startHost(): Promise<ManagedProcess>;
+  startWorker(): Promise<ManagedProcess>;
+  callLog(): Array<Record<string, unknown>>;
+  newWorkspace(name: string): string;
+  events(sessionId: string, principal?: string): EventCollector;
+  close(): Promise<void>;
+}
+
+export interface EventCollector {
+  all: SessionEvent[];
+  waitFor(pred: (e: SessionEvent) => boolean, timeoutMs?: number): Promise<SessionEvent>;
+  stop(): void;
+}
+
+export async function createStack(label: string): Promise<Stack> {
+  const db = await createTestDatabase(label);
+  const nc = await connectNats();
+  const dir = mkdtempSync(path.join(os.tmpdir(), `pihost-${label}-`));
+  const env: StackEnv = {
+    databaseUrl: db.url,
+    natsUrl: NATS_URL,
+    prefix: uniquePrefix(label),
+    workspaceRoots: [dir],
+    dataDir: path.join(dir, "data"),
+    callLog: path.join(dir, "calls.jsonl"),
+  };
+  const subs: Subscription[] = [];
+  const stack: Stack = {
+    db,
+    nc,
+    env,
+    dir,
+    host: null,
+    worker: null,
+    rpc: (principal = "alice") => createRpcClient({ nc, prefix: env.prefix, principal }),
+    agent: createAgentClient({ nc, prefix: env.prefix, timeoutMs: 10_000 }),
+    async startHost() {
+      const p = startHost(env);
+      await p.waitForEvent("host.ready");
+      stack.host = p;
+      return p;
+    },
+    async startWorker() {
+      const p = startWorker(env);
+      await p.waitForEvent("worker.ready");
+      stack.worker = p;
+      return p;
+    },
+    callLog() {
+      try {
+        return readFileSync(env.callLog!, "utf8")
+          .split("\n")
+          .filter(Boolean)
+          .map((l) => JSON.parse(l));
+      } catch {
+        return [];
+      }
+    },
+    newWorkspace(name) {
+      const ws = path.join(dir, name);
+      rmSync(ws, { recursive: true, force: true });
+      mkdirSync(ws, { recursive: true });
+      return ws;
+    },
+    events(sessionId, principal = "alice") {
+      const all: SessionEvent[] = [];
+      const waiters: Array<{ pred: (e: SessionEvent) => boolean; resolve: (e: SessionEvent) => void }> = [];
+      const sub = nc.subscribe(sessionEventsWildcard(env.prefix, principal, sessionId), {
+        callback: (_err, msg) => {
+          const e = decodeJson(msg.data) as SessionEvent;
+          all.push(e);
+          for (const w of [...waiters]) {
+            if (w.pred(e)) {
+              waiters.splice(waiters.indexOf(w), 1);
+              w.resolve(e);
+            }
+          }
+        },
+      });
+      subs.push(sub);
+      return {
+        all,
+        waitFor(pred, timeoutMs = 20_000) {
+          const found = all.find(pred);
+          if (found) return Promise.resolve(found);
+          return new Promise((resolve, reject) => {
+            const timer = setTimeout(
+              () =>
+                reject(
+                  new Error(`event not seen in ${timeoutMs} ms; saw: ${all.map((e) => e.type).join(", ")}`),
+                ),
+              timeoutMs,
+            );
+            waiters.push({
+              pred,
+              resolve: (e) => {
+                clearTimeout(timer);
+                resolve(e);
+              },
+            });
+          });
+        },
+        stop: () => sub.unsubscribe(),
+      };
+    },
+    async close() {
+      for (const s of subs) s.unsubscribe();
+      await reapAll();
+      await nc.close();
+      await db.drop();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+  await nc.flush();
+  return stack;
+}
+
+/** Polls fn until it returns a truthy value (or throws after timeoutMs). */
+export async function eventually<T>(
+  fn: () => Promise<T | null | undefined | false>,
+  timeoutMs = 15_000,
+  label = "condition",
+): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  let last: unknown;
+  for (;;) {
+    try {
+      const v = await fn();
+      if (v) return v;
+    } catch (err) {
+      last = err;
+    }
+    if (Date.now() > deadline)
+      throw new Error(`${label} not reached in ${timeoutMs} ms${last ? `: ${String(last)}` : ""}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
