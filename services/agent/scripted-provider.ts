@@ -162,6 +162,10 @@ export function createScriptedModel(opts: ScriptedModelOptions): ScriptedModel {
   const respond: FauxResponseFactory = async (context, options) => {
     // The faux queue is consumed per call: keep exactly one factory queued for the next call.
     registration.appendResponses([respond]);
+    // Like a real provider, an aborted turn makes no call: nothing is logged or answered. pi's loop
+    // asks for the next response even after an abort (e.g. the host was restarted mid-tool-call).
+    if (options?.signal?.aborted)
+      return fauxAssistantMessage("", { stopReason: "aborted", errorMessage: "aborted" });
     const step = scriptStepIndex(context.messages);
     if (opts.callLogPath) {
       await appendFile(opts.callLogPath, `${JSON.stringify(callLogLine(opts, step, context))}\n`, "utf8");

@@ -281,7 +281,7 @@ export function startTurn(assignment: TurnAssignment, deps: TurnRunnerDeps): Run
     } catch (err) {
       if (isAppError(err) && err.code === "TURN_TOKEN_INVALID") {
         // Normal: the run parked (ExitPlanMode) or the host ended the turn itself.
-        deps.log.info("turn.ended", { ...fields, status: outcome.status, hostAlreadyEnded: true });
+        deps.log.info("turn.ended", { ...fields, status: outcome.status, error, hostAlreadyEnded: true });
         return;
       }
       deps.log.warn("turn.end_failed", { ...fields, ...errorFields(err) });

@@ -5,7 +5,8 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 
 export const REPO_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
-const TSX = path.join(REPO_ROOT, "node_modules/.bin/tsx");
+// node itself runs the entry with tsx's loader: the tsx CLI would put a wrapper process in
+// between, and a SIGKILL of the wrapper would leave the real host running.
 
 export interface ManagedProcess {
   child: ChildProcess;
@@ -27,7 +28,7 @@ export function spawnTs(
   env: Record<string, string | undefined>,
   args: string[] = [],
 ): ManagedProcess {
-  const child = spawn(TSX, [path.join(REPO_ROOT, entry), ...args], {
+  const child = spawn(process.execPath, ["--import", "tsx", path.join(REPO_ROOT, entry), ...args], {
     cwd: REPO_ROOT,
     env: { PATH: process.env.PATH, HOME: process.env.HOME, ...env } as NodeJS.ProcessEnv,
     stdio: ["ignore", "pipe", "pipe"],
