@@ -1,0 +1,340 @@
+import { describe, expect, it } from "vitest";
+import { AppError } from "../protocol/app-error.ts";
+import type { SessionEvent } from "../protocol/events.ts";
+import type { CliBus, EventSubscription } from "./cli-bus.ts";
+import type { CliConfig } from "./cli-config.ts";
+import { type CliDeps, runCli } from "./cli-program.ts";
+import { ev, proposalView } from "./test-events.ts";
+
+type Handler = (params: unknown) => unknown;
+
+/** A bus double: answers calls from a table, records the order of calls and subscriptions. */
+function fakeBus(handlers: Record<string, Handler>, eventsAfter: Record<string, SessionEvent[]> = {}) {
+  const log: string[] = [];
+  const queue: SessionEvent[] = [];
+  let subscribed = false;
+  const bus: CliBus = {
+    async call<T>(method: string, params?: unknown): Promise<T> {
+      log.push(`call ${method} ${JSON.stringify(params)}`);
+      const h = handlers[method];
+      if (!h) throw new AppError("UNKNOWN_METHOD", `no ${method}`);
+      const result = h(params);
+      if (subscribed) queue.push(...(eventsAfter[method] ?? []));
+      return result as T;
+    },
+    async subscribeSession(sessionId: string): Promise<EventSubscription> {
+      log.push(`subscribe ${sessionId}`);
+      subscribed = true;
+      return {
+        async next(deadline: number) {
+          const e = queue.shift();
+          if (e) return e;
+          await new Promise((r) => setTimeout(r, Math.max(0, deadline - Date.now())));
+          return null;
+        },
+        close() {
+          log.push("unsubscribe");
+        },
+      };
+    },
+    async close() {
+      log.push("close");
+    },
+  };
+  return { bus, log };
+}
+
+async function cli(args: string[], bus: CliBus | null, files: Record<string, string> = {}) {
+  let stdout = "";
+  let stderr = "";
+  const configs: CliConfig[] = [];
+  const deps: CliDeps = {
+    env: { PI_PREFIX: "tp", PI_PRINCIPAL: "alice" },
+    cwd: "/home/alice",
+    osUserName: "alice",
+    stdout: (t) => {
+      stdout += t;
+    },
+    stderr: (t) => {
+      stderr += t;
+    },
+    connect: async (config) => {
+      configs.push(config);
+      if (!bus) throw new Error("connect must not be called");
+      return bus;
+    },
+    readFile: async (file) => {
+      const text = files[file];
+      if (text === undefined) throw new Error(`ENOENT: ${file}`);
+      return text;
+    },
+  };
+  const code = await runCli(args, deps);
+  return { code, stdout, stderr, connected: configs.length > 0 };
+}
+
+describe("usage errors are refused before anything is sent", () => {
+  it.each([
+    [["plans", "approve", "p1"]],
+    [["plans", "approve", "p1", "--mode", "inherit"]],
+    [["plans", "approve", "p1", "--mode", ""]],
+    [["session", "create"]],
+    [["session", "create", "--project", "p1", "--mode", "chat"]],
+    [["session", "create", "--project", "p1", "--demo", "--model", "a/b"]],
+    [["session", "mode", "s1", "chat"]],
+    [["session", "permissions", "s1", "yolo"]],
+    [["prompt", "s1", "hi", "--timeout", "never"]],
+    [["nonsense"]],
+  ])("%j exits 2", async (args) => {
+    const r = await cli(args, null);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toMatch(/^error USAGE: /m);
+    expect(r.connected).toBe(false);
+  });
+
+  it("refuses an unreadable --script file", async () => {
+    const r = await cli(["session", "create", "--project", "p1", "--script", "missing.json"], null);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toContain("cannot read --script missing.json");
+  });
+
+  it("without a command prints help to stderr, exit 2", async () => {
+    const r = await cli([], null);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toContain("Usage: pihost");
+  });
+
+  it("prints help with exit 0", async () => {
+    const r = await cli(["--help"], null);
+    expect(r.code).toBe(0);
+    expect(r.stdout).toContain("Usage: pihost");
+  });
+});
+
+describe("commands", () => {
+  it("hello sends the protocol version", async () => {
+    const { bus, log } = fakeBus({
+      "host.hello": () => ({ protocolVersion: 1, hostId: "h1", devMode: true }),
+    });
+    const r = await cli(["hello"], bus);
+    expect(r.code).toBe(0);
+    expect(log[0]).toBe('call host.hello {"protocolVersion":1}');
+    expect(r.stdout).toContain("host h1: protocol 1");
+  });
+
+  it("project create -q prints only the id and sends an absolute root", async () => {
+    const { bus, log } = fakeBus({
+      "projects.create": (p) => ({
+        id: "pr1",
+        createdAt: "x",
+        ...(p as { name: string; workspaceRoot: string }),
+      }),
+    });
+    const r = await cli(["project", "create", "--name", "demo", "--root", "ws", "-q"], bus);
+    expect(r).toMatchObject({ code: 0, stdout: "pr1\n", stderr: "" });
+    expect(log[0]).toBe('call projects.create {"name":"demo","workspaceRoot":"/home/alice/ws"}');
+  });
+
+  it("session create --script sends the steps; --json prints the raw result", async () => {
+    const view = { id: "s1", mode: "plan" };
+    const { bus, log } = fakeBus({ "session.create": () => view });
+    const steps = [{ text: "hello" }];
+    const r = await cli(
+      [
+        "--json",
+        "session",
+        "create",
+        "--project",
+        "pr1",
+        "--mode",
+        "plan",
+        "--script",
+        "s.json",
+        "--approver",
+        "bob",
+      ],
+      bus,
+      { "s.json": JSON.stringify(steps) },
+    );
+    expect(r.code).toBe(0);
+    expect(JSON.parse(r.stdout)).toEqual(view);
+    expect(JSON.parse(log[0]!.replace("call session.create ", ""))).toEqual({
+      projectId: "pr1",
+      mode: "plan",
+      model: { provider: "scripted", model: "script", script: steps },
+      approvers: ["bob"],
+    });
+  });
+
+  it("host errors print `error CODE: message` and exit 1", async () => {
+    const { bus } = fakeBus({
+      "plans.get": () => {
+        throw new AppError("PLAN_NOT_FOUND");
+      },
+    });
+    const r = await cli(["plans", "reject", "p404"], bus);
+    expect(r.code).toBe(1);
+    expect(r.stderr).toBe("error PLAN_NOT_FOUND: No plan proposal with that id.\n");
+  });
+
+  it("plans show prints the artifact's exact content", async () => {
+    const content = "# Plan\n\nWrite GREETING.md\n\n";
+    const { bus } = fakeBus({ "artifacts.read": () => ({ proposalId: "p1", path: "x", content }) });
+    const r = await cli(["plans", "show", "p1"], bus);
+    expect(r).toMatchObject({ code: 0, stdout: content });
+  });
+
+  it("plans pending -q prints one id per line", async () => {
+    const { bus, log } = fakeBus({
+      "plans.pending": () => ({ proposals: [proposalView(), proposalView({ proposalId: "p2" })] }),
+    });
+    const r = await cli(["plans", "pending", "--session", "s1", "-q"], bus);
+    expect(r.stdout).toBe("p1\np2\n");
+    expect(log[0]).toBe('call plans.pending {"sessionId":"s1"}');
+  });
+});
+
+describe("prompt", () => {
+  const proposal = proposalView();
+
+  it("subscribes before prompting and stops when the plan awaits approval", async () => {
+    const { bus, log } = fakeBus(
+      { "session.prompt": () => ({ turnId: "t1" }) },
+      {
+        "session.prompt": [
+          ev("turn.started", { turnId: "t1", kind: "prompt" }),
+          ev("tool.called", { turnId: "t1", toolCallId: "c1", tool: "ExitPlanMode", args: { title: "x" } }),
+          ev("tool.result", {
+            turnId: "t1",
+            toolCallId: "c1",
+            tool: "ExitPlanMode",
+            decision: "allow",
+            isError: false,
+            text: "submitted",
+          }),
+          ev("plan.changed", { state: "awaiting_approval", action: "submitted", proposal }),
+        ],
+      },
+    );
+    const r = await cli(["prompt", "s1", "Add a greeting file"], bus);
+    expect(r.code).toBe(0);
+    expect(log.slice(0, 2)).toEqual([
+      "subscribe s1",
+      'call session.prompt {"sessionId":"s1","text":"Add a greeting file"}',
+    ]);
+    expect(log).toContain("unsubscribe");
+    expect(r.stdout).toContain("turn started: t1 (prompt)");
+    expect(r.stdout).toContain("tool call: ExitPlanMode");
+    expect(r.stdout).toContain('plan submitted: p1 "Add a greeting"');
+    expect(r.stdout).toContain("plan awaiting approval: p1");
+    expect(r.stdout).toContain("pihost plans approve p1 --mode MODE");
+    expect(r.stdout).toContain("pihost plans reject p1");
+  });
+
+  it("exits 1 when the turn ends aborted", async () => {
+    const { bus } = fakeBus(
+      { "session.prompt": () => ({ turnId: "t1" }) },
+      { "session.prompt": [ev("turn.ended", { turnId: "t1", status: "aborted", code: "TURN_ABORTED" })] },
+    );
+    const r = await cli(["prompt", "s1", "hi"], bus);
+    expect(r.code).toBe(1);
+    expect(r.stdout).toContain("turn ended: t1 aborted (TURN_ABORTED)");
+  });
+
+  it("--json prints the reply and each event as one JSON line", async () => {
+    const ended = ev("turn.ended", { turnId: "t1", status: "completed" });
+    const { bus } = fakeBus({ "session.prompt": () => ({ turnId: "t1" }) }, { "session.prompt": [ended] });
+    const r = await cli(["prompt", "s1", "hi", "--json"], bus);
+    expect(r.code).toBe(0);
+    expect(
+      r.stdout
+        .trim()
+        .split("\n")
+        .map((l) => JSON.parse(l)),
+    ).toEqual([{ turnId: "t1" }, ended]);
+  });
+
+  it("--no-wait prints the turn id without subscribing", async () => {
+    const { bus, log } = fakeBus({ "session.prompt": () => ({ turnId: "t1" }) });
+    const r = await cli(["prompt", "s1", "hi", "--no-wait"], bus);
+    expect(r).toMatchObject({ code: 0, stdout: "turn t1\n" });
+    expect(log.some((l) => l.startsWith("subscribe"))).toBe(false);
+  });
+
+  it("times out with a local TIMEOUT error, exit 1", async () => {
+    const { bus } = fakeBus({ "session.prompt": () => ({ turnId: "t1" }) });
+    const r = await cli(["prompt", "s1", "hi", "--timeout", "0.05"], bus);
+    expect(r.code).toBe(1);
+    expect(r.stderr).toMatch(/^error TIMEOUT: turn t1 did not finish within/);
+  });
+});
+
+describe("plans approve", () => {
+  const pending = proposalView({ version: 4 });
+  const approved = proposalView({
+    version: 5,
+    status: "approved",
+    action: "approve",
+    targetPermissionMode: "accept-edits",
+    executionId: "x1",
+    executionState: "queued",
+  });
+
+  it("fills the identity from plans.get, subscribes before resolving and follows the execution", async () => {
+    const { bus, log } = fakeBus(
+      { "plans.get": () => pending, "plans.resolve": () => approved },
+      {
+        "plans.resolve": [
+          ev("turn.ended", { turnId: "t1", status: "completed" }),
+          ev("turn.started", { turnId: "t2", kind: "execution" }),
+          ev("tool.called", { turnId: "t2", toolCallId: "c9", tool: "Write", args: { path: "GREETING.md" } }),
+          ev("turn.ended", { turnId: "t2", status: "completed" }),
+        ],
+      },
+    );
+    const r = await cli(["plans", "approve", "p1", "--mode", "accept-edits", "--wait"], bus);
+    expect(r.code).toBe(0);
+    expect(log.slice(0, 3)).toEqual([
+      'call plans.get {"proposalId":"p1"}',
+      "subscribe s1",
+      'call plans.resolve {"proposalId":"p1","sessionId":"s1","turnId":"t1","toolCallId":"call-1","version":4,"action":"approve","targetPermissionMode":"accept-edits"}',
+    ]);
+    expect(r.stdout).toContain("plan approved: p1 (permission mode accept-edits); execution x1 queued");
+    expect(r.stdout).toContain("turn started: t2 (execution)");
+    expect(r.stdout).not.toContain("turn ended: t1");
+    expect(r.stdout).toContain("turn ended: t2 completed");
+  });
+
+  it("without --wait returns after the reply", async () => {
+    const { bus, log } = fakeBus({ "plans.get": () => pending, "plans.resolve": () => approved });
+    const r = await cli(["plans", "approve", "p1", "--mode", "auto"], bus);
+    expect(r.code).toBe(0);
+    expect(log.some((l) => l.startsWith("subscribe"))).toBe(false);
+  });
+
+  it("a replayed approve of a finished execution ends at once", async () => {
+    const { bus } = fakeBus({
+      "plans.get": () => approved,
+      "plans.resolve": () => ({ ...approved, executionState: "completed" }),
+    });
+    const r = await cli(
+      ["plans", "approve", "p1", "--mode", "accept-edits", "--wait", "--timeout", "5"],
+      bus,
+    );
+    expect(r.code).toBe(0);
+    expect(r.stdout).toContain("execution x1 completed");
+  });
+
+  it("reject sends no mode", async () => {
+    const { bus, log } = fakeBus({
+      "plans.get": () => pending,
+      "plans.resolve": () => proposalView({ status: "rejected", action: "reject" }),
+    });
+    const r = await cli(["plans", "reject", "p1"], bus);
+    expect(r.code).toBe(0);
+    expect(log[1]).toBe(
+      'call plans.resolve {"proposalId":"p1","sessionId":"s1","turnId":"t1","toolCallId":"call-1","version":4,"action":"reject"}',
+    );
+    expect(r.stdout).toBe("plan rejected: p1; the session stays in Plan\n");
+  });
+});

@@ -1,0 +1,108 @@
+// Human-readable lines for session events, as `pihost prompt` and `plans approve --wait` print them.
+// Pure: an event in, lines out. The exact approve/reject commands are spelled here.
+import type { SessionEvent } from "../protocol/events.ts";
+import type { ProposalView } from "../protocol/schemas.ts";
+import { APPROVE_MODES } from "./cli-params.ts";
+
+const MAX_ARGS = 200;
+const MAX_RESULT = 300;
+
+function clip(text: string, max: number): string {
+  const oneLine = text.replace(/\s+/g, " ").trim();
+  return oneLine.length > max ? `${oneLine.slice(0, max - 3)}...` : oneLine;
+}
+
+function formatArgs(args: Record<string, unknown> | undefined): string {
+  if (args === undefined) return "";
+  let json: string;
+  try {
+    json = JSON.stringify(args);
+  } catch {
+    json = "{...}";
+  }
+  return clip(json, MAX_ARGS);
+}
+
+/** The commands a person types next for a pending plan; the mode is listed, never preselected. */
+export function approvalHintLines(
+  proposal: Pick<ProposalView, "proposalId" | "artifactPath">,
+  bin = "pihost",
+) {
+  return [
+    `plan awaiting approval: ${proposal.proposalId}`,
+    `  file:    ${proposal.artifactPath} (in the project's workspace)`,
+    `  read:    ${bin} plans show ${proposal.proposalId}`,
+    `  approve: ${bin} plans approve ${proposal.proposalId} --mode MODE   (MODE: ${APPROVE_MODES.join(", ")})`,
+    `  reject:  ${bin} plans reject ${proposal.proposalId}`,
+  ];
+}
+
+function formatPlanChanged(e: SessionEvent<"plan.changed">): string[] {
+  const p = e.proposal;
+  const id = p?.proposalId ?? "?";
+  switch (e.action) {
+    case "submitted":
+      return [
+        `plan submitted: ${id} "${p?.title ?? ""}"`,
+        `  file: ${p?.artifactPath ?? "?"} (${p?.byteSize ?? "?"} bytes, sha256 ${p?.sha256?.slice(0, 12) ?? "?"})`,
+        ...(p?.question ? [`  question: ${p.question}`] : []),
+      ];
+    case "approved": {
+      const mode = e.targetPermissionMode ?? p?.targetPermissionMode ?? "?";
+      const exec =
+        e.execution ?? (p?.executionId ? { executionId: p.executionId, state: p.executionState } : undefined);
+      return [
+        `plan approved: ${id} (permission mode ${mode})${exec ? `; execution ${exec.executionId} ${exec.state}` : ""}`,
+      ];
+    }
+    case "rejected":
+      return [`plan rejected: ${id}; the session stays in Plan`];
+    case "expired":
+      return [`plan expired: ${id} (approval deadline passed)`];
+    case "interrupted":
+      return [`plan interrupted: ${id}${p?.errorCode ? ` (${p.errorCode})` : ""}`];
+    default:
+      if (e.execution) {
+        const code = e.execution.state === "interrupted" && p?.errorCode ? ` (${p.errorCode})` : "";
+        return [`execution ${e.execution.executionId} ${e.execution.state}${code}`];
+      }
+      return [`planning state: ${e.state}`];
+  }
+}
+
+/** Lines for one event; an empty array means the event is not worth a line of its own. */
+export function formatEvent(e: SessionEvent): string[] {
+  switch (e.type) {
+    case "turn.started": {
+      const t = e as SessionEvent<"turn.started">;
+      return [`turn started: ${t.turnId} (${t.kind})`];
+    }
+    case "turn.ended": {
+      const t = e as SessionEvent<"turn.ended">;
+      return [`turn ended: ${t.turnId} ${t.status}${t.code ? ` (${t.code})` : ""}`];
+    }
+    case "message": {
+      const m = e as SessionEvent<"message">;
+      return [`assistant: ${m.text}`];
+    }
+    case "tool.called": {
+      const t = e as SessionEvent<"tool.called">;
+      return [`tool call: ${t.tool} ${formatArgs(t.args)}`.trimEnd()];
+    }
+    case "tool.result": {
+      const t = e as SessionEvent<"tool.result">;
+      const verdict = t.decision === "allow" && t.isError ? "allow, failed" : t.decision;
+      const code = t.code ? ` ${t.code}` : "";
+      const text = t.text ? `: ${clip(t.text, MAX_RESULT)}` : "";
+      return [`tool result: ${t.tool} ${verdict}${code}${text}`];
+    }
+    case "plan.changed":
+      return formatPlanChanged(e as SessionEvent<"plan.changed">);
+    case "session.changed": {
+      const s = e as SessionEvent<"session.changed">;
+      return [`session: mode ${s.mode}, permissions ${s.permissionMode}, planning ${s.planningState}`];
+    }
+    default:
+      return [];
+  }
+}
