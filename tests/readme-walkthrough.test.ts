@@ -32,27 +32,11 @@ function walkthroughBlock(markdown: string, heading: string | null = HEADING): s
   return block ? (block[1] ?? null) : null;
 }
 
-/**
- * README.md's walk-through when it has one. TODO(README owner): the fallback to the CLI's draft
- * (services/cli/WALKTHROUGH.md, whose first ```sh block is the section's script) exists only until
- * README.md has its "## Walk-through" section; remove it then, so a missing section fails here.
- */
+/** README.md's walk-through script: a missing section or block fails the test. */
 function loadWalkthrough(): { source: string; script: string } {
-  const readmePath = path.join(REPO_ROOT, "README.md");
-  if (existsSync(readmePath)) {
-    const script = walkthroughBlock(readFileSync(readmePath, "utf8"));
-    if (script !== null) return { source: "README.md", script };
-  }
-  const draft = walkthroughBlock(
-    readFileSync(path.join(REPO_ROOT, "services/cli/WALKTHROUGH.md"), "utf8"),
-    null,
-  );
-  if (draft === null)
-    throw new Error("no ```sh block in README.md (## Walk-through) or services/cli/WALKTHROUGH.md");
-  return {
-    source: "services/cli/WALKTHROUGH.md (fallback: README.md has no ## Walk-through yet)",
-    script: draft,
-  };
+  const script = walkthroughBlock(readFileSync(path.join(REPO_ROOT, "README.md"), "utf8"));
+  if (script === null) throw new Error("README.md has no ```sh block under ## Walk-through");
+  return { source: "README.md", script };
 }
 
 function runBash(
