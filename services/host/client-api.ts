@@ -15,7 +15,7 @@ import {
   SessionRef,
   EmptyParams,
 } from "../protocol/schemas.ts";
-import { PROTOCOL_VERSION } from "../protocol/subjects.ts";
+import { type ClientMethod, PROTOCOL_VERSION } from "../protocol/subjects.ts";
 import type { Db } from "./db.ts";
 import { readPlanArtifact, sha256Hex } from "./plan-artifact.ts";
 import type { PlanStore } from "./plan-store.ts";
@@ -31,7 +31,7 @@ export function createClientApi(deps: {
   supervisor: SessionSupervisor;
   hostId: string;
   devMode: boolean;
-}): Record<string, ClientHandler> {
+}): Record<ClientMethod, ClientHandler> {
   const { db, sessions, plans, supervisor } = deps;
 
   async function sessionFor(principal: string, sessionId: string, ownerOnly = false): Promise<SessionRow> {

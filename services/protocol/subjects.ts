@@ -57,6 +57,22 @@ export function testSubject(prefix: string, name: string): string {
 /** Principals and ids become subject tokens: only these characters are accepted. */
 export const SUBJECT_TOKEN = /^[A-Za-z0-9_-]{1,64}$/;
 
+export const CLIENT_METHODS = [
+  "host.hello",
+  "projects.create",
+  "session.create",
+  "session.get",
+  "session.list",
+  "session.configure",
+  "session.prompt",
+  "session.abort",
+  "plans.pending",
+  "plans.get",
+  "plans.resolve",
+  "artifacts.read",
+] as const;
+export type ClientMethod = (typeof CLIENT_METHODS)[number];
+
 export const AGENT_METHODS = [
   "claim",
   "context",
