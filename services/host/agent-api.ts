@@ -13,6 +13,7 @@ import {
   type ToolExecuteResult,
   ToolsExecuteParams,
   TurnEndParams,
+  type ToolsExecuteParams as ToolsExecuteParamsType,
 } from "../protocol/schemas.ts";
 import type { AgentMethod } from "../protocol/subjects.ts";
 import { appendAudit } from "./audit-log.ts";
@@ -48,6 +49,7 @@ export function createAgentApi(deps: {
   events: EventPublisher;
 }): Record<AgentMethod, AgentHandler> {
   const { db, clock, sessions, supervisor, dispatcher, events } = deps;
+  const inflight = new Map<string, Promise<ToolExecuteResult>>();
 
   /** The token check that precedes everything else: a missing, revoked or foreign token is refused. */
   function authorize(params: unknown): Lease {
@@ -142,104 +144,119 @@ export function createAgentApi(deps: {
       const lease = authorize(params);
       const p = decodeParams(ToolsExecuteParams, params);
       dispatcher.beat(lease);
-      const recorded = await sessions.recordedToolCall(p.turnId, p.toolCallId);
-      if (recorded) return recorded;
-      if (!p.batch.some((c) => c.toolCallId === p.toolCallId && c.tool === p.tool)) {
-        throw new AppError("INVALID_PARAMS", "the batch must contain this call");
+      // A retry that arrives while the first call still runs waits for it: the tool runs once.
+      const key = `${p.turnId}\u0000${p.toolCallId}`;
+      const running = inflight.get(key);
+      if (running) return running;
+      const work = executeTool(lease, p);
+      inflight.set(key, work);
+      try {
+        return await work;
+      } finally {
+        inflight.delete(key);
       }
+    },
+  };
 
-      // Authority: the durable mode, read now, by sessionId. requestedMode is diagnostic only.
-      const r = await db.query(
-        `SELECT s.mode, s.permission_mode, s.owner, s.approvers, p.workspace_root,
-                (SELECT value->>'permissionMode' FROM app_settings WHERE key = 'defaults') AS app_permission
-         FROM sessions s JOIN projects p ON p.id = s.project_id WHERE s.id = $1`,
-        [lease.sessionId],
-      );
-      const s = r.rows[0];
-      if (!s) throw new AppError("SESSION_NOT_FOUND");
-      const to: Audience = { sessionId: lease.sessionId, owner: s.owner, approvers: s.approvers };
-      if (p.requestedMode !== undefined && p.requestedMode !== s.mode) {
-        await appendAudit(db, {
-          at: clock.date(),
-          principal: `worker:${lease.workerId}`,
-          sessionId: lease.sessionId,
-          turnId: p.turnId,
-          toolCallId: p.toolCallId,
-          action: "tool.mode_conflict",
-          details: { requestedMode: p.requestedMode, durableMode: s.mode, tool: p.tool },
-        });
-      }
-      const decision = decideTool({
-        mode: s.mode,
-        toolClass: classifyTool(p.tool),
-        permission: effectivePermission(s.permission_mode, s.app_permission),
-        batch: p.batch,
+  /** Checks the batch, loads the durable mode, decides, runs or refuses, and records the call. */
+  async function executeTool(lease: Lease, p: ToolsExecuteParamsType): Promise<ToolExecuteResult> {
+    if (!p.batch.some((c) => c.toolCallId === p.toolCallId && c.tool === p.tool)) {
+      throw new AppError("INVALID_PARAMS", "the batch must contain this call");
+    }
+    // One round trip: a recorded result for this call (a retry), and the durable mode, read now by
+    // sessionId. requestedMode is diagnostic only.
+    const r = await db.query(
+      `SELECT s.mode, s.permission_mode, s.owner, s.approvers, p.workspace_root,
+              (SELECT value->>'permissionMode' FROM app_settings WHERE key = 'defaults') AS app_permission,
+              (SELECT result FROM tool_calls WHERE turn_id = $2 AND tool_call_id = $3) AS recorded
+       FROM sessions s JOIN projects p ON p.id = s.project_id WHERE s.id = $1`,
+      [lease.sessionId, p.turnId, p.toolCallId],
+    );
+    const s = r.rows[0];
+    if (!s) throw new AppError("SESSION_NOT_FOUND");
+    if (s.recorded) return s.recorded as ToolExecuteResult;
+    const to: Audience = { sessionId: lease.sessionId, owner: s.owner, approvers: s.approvers };
+    if (p.requestedMode !== undefined && p.requestedMode !== s.mode) {
+      await appendAudit(db, {
+        at: clock.date(),
+        principal: `worker:${lease.workerId}`,
+        sessionId: lease.sessionId,
+        turnId: p.turnId,
+        toolCallId: p.toolCallId,
+        action: "tool.mode_conflict",
+        details: { requestedMode: p.requestedMode, durableMode: s.mode, tool: p.tool },
       });
+    }
+    const decision = decideTool({
+      mode: s.mode,
+      toolClass: classifyTool(p.tool),
+      permission: effectivePermission(s.permission_mode, s.app_permission),
+      batch: p.batch,
+    });
 
-      let result: ToolExecuteResult;
-      let recordDecision: "allow" | "deny" = "allow";
-      if (decision.kind === "deny") {
-        recordDecision = "deny";
-        result = refusal(
-          decision.code,
-          batchViolation(p.batch)
-            ? "EnterPlanMode and ExitPlanMode must be the only call of their batch"
-            : `${p.tool} is not allowed in ${s.mode} mode`,
-        );
-      } else if (decision.kind === "prompt") {
-        // Permission prompts do not exist yet: a prompt is a denial, never an allow.
-        recordDecision = "deny";
-        result = refusal(
-          "PERMISSION_REQUIRED",
-          `${p.tool} needs a person's confirmation under this permission mode`,
-        );
-      } else {
-        try {
-          if (p.tool === "EnterPlanMode") {
-            result = await supervisor.request<ToolExecuteResult>(lease.sessionId, (reply) => ({
-              type: "ENTER_PLAN",
-              turnId: p.turnId,
-              toolCallId: p.toolCallId,
-              reply,
-            }));
-          } else if (p.tool === "ExitPlanMode") {
-            result = await supervisor.request<ToolExecuteResult>(lease.sessionId, (reply) => ({
-              type: "SUBMIT_PLAN",
-              turnId: p.turnId,
-              toolCallId: p.toolCallId,
-              args: p.args,
-              reply,
-            }));
-          } else {
-            result = await createToolRunner({ workspaceRoot: s.workspace_root }).run(p.tool, p.args);
-          }
-        } catch (err) {
-          if (!(err instanceof AppError) || err.code === "INTERNAL") throw err;
-          result = refusal(err.code, err.message);
-        }
-      }
-      await withTransaction(db, (tx) =>
-        sessions.recordToolCall(tx, {
-          sessionId: lease.sessionId,
-          turnId: p.turnId,
-          toolCallId: p.toolCallId,
-          tool: p.tool,
-          principal: `worker:${lease.workerId}`,
-          decision: recordDecision,
-          ...(result.code ? { code: result.code } : {}),
-          result,
-        }),
+    let result: ToolExecuteResult;
+    let recordDecision: "allow" | "deny" = "allow";
+    if (decision.kind === "deny") {
+      recordDecision = "deny";
+      result = refusal(
+        decision.code,
+        batchViolation(p.batch)
+          ? "EnterPlanMode and ExitPlanMode must be the only call of their batch"
+          : `${p.tool} is not allowed in ${s.mode} mode`,
       );
-      events.publish(to, "tool.result", {
+    } else if (decision.kind === "prompt") {
+      // Permission prompts do not exist yet: a prompt is a denial, never an allow.
+      recordDecision = "deny";
+      result = refusal(
+        "PERMISSION_REQUIRED",
+        `${p.tool} needs a person's confirmation under this permission mode`,
+      );
+    } else {
+      try {
+        if (p.tool === "EnterPlanMode") {
+          result = await supervisor.request<ToolExecuteResult>(lease.sessionId, (reply) => ({
+            type: "ENTER_PLAN",
+            turnId: p.turnId,
+            toolCallId: p.toolCallId,
+            reply,
+          }));
+        } else if (p.tool === "ExitPlanMode") {
+          result = await supervisor.request<ToolExecuteResult>(lease.sessionId, (reply) => ({
+            type: "SUBMIT_PLAN",
+            turnId: p.turnId,
+            toolCallId: p.toolCallId,
+            args: p.args,
+            reply,
+          }));
+        } else {
+          result = await createToolRunner({ workspaceRoot: s.workspace_root }).run(p.tool, p.args);
+        }
+      } catch (err) {
+        if (!(err instanceof AppError) || err.code === "INTERNAL") throw err;
+        result = refusal(err.code, err.message);
+      }
+    }
+    await withTransaction(db, (tx) =>
+      sessions.recordToolCall(tx, {
+        sessionId: lease.sessionId,
         turnId: p.turnId,
         toolCallId: p.toolCallId,
         tool: p.tool,
+        principal: `worker:${lease.workerId}`,
         decision: recordDecision,
-        isError: result.isError,
         ...(result.code ? { code: result.code } : {}),
-        text: textOf(result.content).slice(0, 4000),
-      });
-      return result;
-    },
-  };
+        result,
+      }),
+    );
+    events.publish(to, "tool.result", {
+      turnId: p.turnId,
+      toolCallId: p.toolCallId,
+      tool: p.tool,
+      decision: recordDecision,
+      isError: result.isError,
+      ...(result.code ? { code: result.code } : {}),
+      text: textOf(result.content).slice(0, 4000),
+    });
+    return result;
+  }
 }

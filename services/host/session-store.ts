@@ -225,14 +225,6 @@ export function createSessionStore({
       };
     },
 
-    async recordedToolCall(turnId: string, toolCallId: string): Promise<ToolExecuteResult | null> {
-      const r = await db.query("SELECT result FROM tool_calls WHERE turn_id = $1 AND tool_call_id = $2", [
-        turnId,
-        toolCallId,
-      ]);
-      return r.rows[0]?.result ?? null;
-    },
-
     /** Records a tool call's result, its transcript entry and its audit row in one transaction. */
     async recordToolCall(
       q: Tx,
@@ -262,7 +254,8 @@ export function createSessionStore({
           at,
         ],
       );
-      await appendTranscript(q, p.sessionId, p.turnId, {
+      // The tool_calls primary key above makes this the first record of the call: no duplicate check.
+      await insertTranscript(q, p.sessionId, p.turnId, {
         role: "toolResult",
         toolCallId: p.toolCallId,
         toolName: p.tool,
@@ -312,6 +305,10 @@ export function createSessionStore({
       );
       if (dup.rowCount) return;
     }
+    await insertTranscript(q, sessionId, turnId, message);
+  }
+
+  async function insertTranscript(q: Db | Tx, sessionId: string, turnId: string | null, message: Record<string, unknown>): Promise<void> {
     await q.query(
       "INSERT INTO transcript_entries (session_id, turn_id, role, message, created_at) VALUES ($1, $2, $3, $4, $5)",
       [sessionId, turnId, String(message.role), JSON.stringify(message), clock.date()],
