@@ -347,7 +347,7 @@ export function createPlanStore(deps: {
         [turnId],
       );
       const row = r.rows[0] as (ApprovalRow & { workspace_root: string }) | undefined;
-      if (!row || row.execution_state !== "queued") return { ok: false, code: "PLAN_EXECUTION_STALE" };
+      if (row?.execution_state !== "queued") return { ok: false, code: "PLAN_EXECUTION_STALE" };
       let matches = false;
       try {
         matches =

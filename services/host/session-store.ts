@@ -308,7 +308,12 @@ export function createSessionStore({
     await insertTranscript(q, sessionId, turnId, message);
   }
 
-  async function insertTranscript(q: Db | Tx, sessionId: string, turnId: string | null, message: Record<string, unknown>): Promise<void> {
+  async function insertTranscript(
+    q: Db | Tx,
+    sessionId: string,
+    turnId: string | null,
+    message: Record<string, unknown>,
+  ): Promise<void> {
     await q.query(
       "INSERT INTO transcript_entries (session_id, turn_id, role, message, created_at) VALUES ($1, $2, $3, $4, $5)",
       [sessionId, turnId, String(message.role), JSON.stringify(message), clock.date()],
