@@ -1,0 +1,80 @@
+// The host as a NATS citizen: discoverable as the micro service `pi-host`, events kept in its
+// JetStream stream for clients that reconnect, development mode explicit, production without NATS
+// credentials refused at start.
+import { jetstreamManager } from "@nats-io/jetstream";
+import { Svcm } from "@nats-io/services";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { ProjectView, SessionView } from "../services/protocol/schemas.ts";
+import { HOST_SERVICE_NAME } from "../services/protocol/subjects.ts";
+import { hostEnv, spawnTs } from "./support/processes.ts";
+import { createStack, eventually, type Stack } from "./support/stack.ts";
+
+let stack: Stack;
+
+beforeAll(async () => {
+  stack = await createStack("svc");
+  await stack.startHost();
+});
+
+afterAll(async () => {
+  await stack?.close();
+});
+
+describe("host service", () => {
+  it("announces development mode and answers host.hello", async () => {
+    expect(await stack.host!.waitForEvent("host.dev_mode")).toMatchObject({ level: "warn" });
+    const hello = await stack
+      .rpc("alice")
+      .call<{ protocolVersion: number; devMode: boolean }>("host.hello", { protocolVersion: 1 });
+    expect(hello).toMatchObject({ protocolVersion: 1, devMode: true });
+  });
+
+  it("is discoverable with standard NATS service tooling", async () => {
+    const client = new Svcm(stack.nc).client();
+    const infos = [];
+    for await (const info of await client.info(HOST_SERVICE_NAME)) infos.push(info);
+    const mine = infos.find((i) => i.metadata?.prefix === stack.env.prefix);
+    expect(mine).toBeDefined();
+    const subjects = mine!.endpoints.map((e) => e.subject);
+    expect(subjects).toEqual(
+      expect.arrayContaining([`${stack.env.prefix}.rpc.>`, `${stack.env.prefix}.agent.tools.execute`]),
+    );
+    const pings = [];
+    for await (const p of await client.ping(HOST_SERVICE_NAME, mine!.id)) pings.push(p);
+    expect(pings).toHaveLength(1);
+  });
+
+  it("keeps session events in its JetStream stream", async () => {
+    const alice = stack.rpc("alice");
+    const ws = stack.newWorkspace("svc");
+    const project = await alice.call<ProjectView>("projects.create", { name: "svc", workspaceRoot: ws });
+    const session = await alice.call<SessionView>("session.create", {
+      projectId: project.id,
+      mode: "plan",
+      approvers: ["bob"],
+    });
+    await alice.call("session.prompt", { sessionId: session.id, text: "hello" });
+    const jsm = await jetstreamManager(stack.nc);
+    const streamName = `${stack.env.prefix.toUpperCase()}_EVENTS`;
+    // The owner and the approver each get their copy of the event.
+    for (const principal of ["alice", "bob"]) {
+      const msg = await eventually(() =>
+        jsm.streams.getMessage(streamName, {
+          last_by_subj: `${stack.env.prefix}.evt.${principal}.${session.id}.turn.started`,
+        }),
+      );
+      expect(msg.json<{ type: string; sessionId: string }>()).toMatchObject({
+        type: "turn.started",
+        sessionId: session.id,
+      });
+    }
+  });
+
+  it("refuses to start without NATS credentials unless development mode is explicit", async () => {
+    const env = { ...hostEnv(stack.env), PI_DEV_MODE: undefined };
+    const p = spawnTs("services/host/main.ts", env);
+    expect(await p.exited).not.toBe(0);
+    expect(p.lines.join("\n")).toMatch(/PI_DEV_MODE=1/);
+    expect(p.lines.join("\n")).not.toMatch(/host\.ready/);
+  });
+});
