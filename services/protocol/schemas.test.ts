@@ -276,7 +276,7 @@ const CASES: Case[] = [
         toolCallId: str(1, 256),
         tool: str(1, 128),
         args: jsonObject,
-        batch: fc.array(fc.record({ toolCallId: str(1, 256), tool: str(0, 128) }), {
+        batch: fc.array(fc.record({ toolCallId: str(1, 256), tool: str(1, 128) }), {
           minLength: 1,
           maxLength: 64,
         }),
@@ -554,6 +554,8 @@ describe("decodeParams edges", () => {
     ).toBe(false);
     expect(decode(ToolsExecuteParams, { ...execute, batch: [{ tool: "Read" }] }).accepted).toBe(false);
     expect(decode(ToolsExecuteParams, { ...execute, batch: ["c1"] }).accepted).toBe(false);
+    expect(decode(ToolsExecuteParams, { ...execute, batch: [{ toolCallId: "c1", tool: "" }] }).accepted).toBe(false);
+    expect(decode(ToolsExecuteParams, { ...execute, batch: [{ toolCallId: "c1", tool: "Read", extra: 1 }] }).accepted).toBe(false);
     expect(decode(ToolsExecuteParams, { ...execute, args: [] }).accepted).toBe(false);
   });
 
