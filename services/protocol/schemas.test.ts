@@ -554,8 +554,13 @@ describe("decodeParams edges", () => {
     ).toBe(false);
     expect(decode(ToolsExecuteParams, { ...execute, batch: [{ tool: "Read" }] }).accepted).toBe(false);
     expect(decode(ToolsExecuteParams, { ...execute, batch: ["c1"] }).accepted).toBe(false);
-    expect(decode(ToolsExecuteParams, { ...execute, batch: [{ toolCallId: "c1", tool: "" }] }).accepted).toBe(false);
-    expect(decode(ToolsExecuteParams, { ...execute, batch: [{ toolCallId: "c1", tool: "Read", extra: 1 }] }).accepted).toBe(false);
+    expect(decode(ToolsExecuteParams, { ...execute, batch: [{ toolCallId: "c1", tool: "" }] }).accepted).toBe(
+      false,
+    );
+    expect(
+      decode(ToolsExecuteParams, { ...execute, batch: [{ toolCallId: "c1", tool: "Read", extra: 1 }] })
+        .accepted,
+    ).toBe(false);
     expect(decode(ToolsExecuteParams, { ...execute, args: [] }).accepted).toBe(false);
   });
 
