@@ -4,17 +4,14 @@
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { AppError } from "../services/protocol/app-error.ts";
-import { decodeJson } from "../services/protocol/envelope.ts";
 import type {
   ProjectView,
   SessionView,
   ToolExecuteResult,
   TurnAssignment,
-  TurnOffer,
 } from "../services/protocol/schemas.ts";
-import { agentSubject } from "../services/protocol/subjects.ts";
 import { createStack, type Stack } from "./support/stack.ts";
+import { promptAndClaim, refusalCode } from "./support/worker-double.ts";
 
 let stack: Stack;
 
@@ -28,12 +25,7 @@ afterAll(async () => {
 });
 
 async function expectCode(p: Promise<unknown>, code: string) {
-  const err = await p.then(
-    () => null,
-    (e) => e,
-  );
-  expect(err).toBeInstanceOf(AppError);
-  expect((err as AppError).code).toBe(code);
+  expect(await refusalCode(p)).toBe(code);
 }
 
 /** Starts a turn in a fresh session and claims it as the test's own worker. */
@@ -47,22 +39,9 @@ async function liveTurn(mode: "plan" | "agent", permissionMode = "inherit") {
     mode,
     permissionMode,
   });
-  const offers = stack.nc.subscribe(agentSubject(stack.env.prefix, "offer"));
-  const { turnId } = await alice.call<{ turnId: string }>("session.prompt", {
-    sessionId: session.id,
-    text: "go",
-  });
-  let offer: TurnOffer | null = null;
-  for await (const m of offers) {
-    const o = decodeJson(m.data) as TurnOffer;
-    if (o.turnId === turnId) {
-      offer = o;
-      break;
-    }
-  }
-  offers.unsubscribe();
-  expect(offer).toMatchObject({ turnId, sessionId: session.id, kind: "prompt" });
-  const assignment = await stack.agent.call<TurnAssignment>("claim", { turnId, workerId: "testworker" });
+  const assignment = await promptAndClaim(stack, session.id);
+  expect(assignment).toMatchObject({ sessionId: session.id, kind: "prompt" });
+  const turnId = assignment.turnId;
   return { ws, session, turnId, assignment };
 }
 

@@ -4,7 +4,6 @@
 import { existsSync } from "node:fs";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { AppError } from "../services/protocol/app-error.ts";
 import { decodeJson } from "../services/protocol/envelope.ts";
 import type {
   ProjectView,
@@ -12,10 +11,9 @@ import type {
   SessionView,
   ToolExecuteResult,
   TurnAssignment,
-  TurnOffer,
 } from "../services/protocol/schemas.ts";
-import { agentSubject } from "../services/protocol/subjects.ts";
 import { createStack, type Stack } from "./support/stack.ts";
+import { promptAndClaim, refusalCode } from "./support/worker-double.ts";
 
 let stack: Stack;
 
@@ -28,14 +26,7 @@ afterAll(async () => {
   await stack?.close();
 });
 
-async function codeOf(p: Promise<unknown>): Promise<string> {
-  const err = await p.then(
-    () => null,
-    (e) => e,
-  );
-  expect(err).toBeInstanceOf(AppError);
-  return (err as AppError).code;
-}
+const codeOf = refusalCode;
 
 async function session(mode: "plan" | "agent", approvers: string[] = []) {
   const ws = stack.newWorkspace(`b-${Math.random().toString(36).slice(2, 8)}`);
@@ -43,14 +34,6 @@ async function session(mode: "plan" | "agent", approvers: string[] = []) {
   const project = await alice.call<ProjectView>("projects.create", { name: "b", workspaceRoot: ws });
   const s = await alice.call<SessionView>("session.create", { projectId: project.id, mode, approvers });
   return { ws, s, alice };
-}
-
-async function promptAndClaim(sessionId: string, text = "go") {
-  const offers = stack.nc.subscribe(agentSubject(stack.env.prefix, "offer"));
-  const { turnId } = await stack.rpc("alice").call<{ turnId: string }>("session.prompt", { sessionId, text });
-  for await (const m of offers) if ((decodeJson(m.data) as TurnOffer).turnId === turnId) break;
-  offers.unsubscribe();
-  return stack.agent.call<TurnAssignment>("claim", { turnId, workerId: "boundsworker" });
 }
 
 function submit(a: TurnAssignment, title = "P") {
@@ -102,7 +85,7 @@ describe("session boundaries", () => {
 
   it("while an approval is pending: prompt busy, configure blocked, a second plan refused, abort interrupts", async () => {
     const { ws, s, alice } = await session("plan");
-    const a = await promptAndClaim(s.id);
+    const a = await promptAndClaim(stack, s.id);
     const submitted = await submit(a, "First");
     expect(submitted).toMatchObject({ isError: false, terminate: true });
     // The token died when the run parked.
@@ -142,7 +125,7 @@ describe("session boundaries", () => {
 
   it("resolve refusals in order: not found, forbidden, stale identity, invalid action, mode required/invalid; approvers may resolve", async () => {
     const { s, alice } = await session("plan", ["bob"]);
-    const a = await promptAndClaim(s.id);
+    const a = await promptAndClaim(stack, s.id);
     await submit(a, "Checks");
     const [p] = (await alice.call<{ proposals: ProposalView[] }>("plans.pending", { sessionId: s.id }))
       .proposals;

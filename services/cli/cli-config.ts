@@ -1,5 +1,6 @@
 // The CLI's configuration, read from the environment once per run. Pure: the caller passes the
 // environment and the OS user name, so tests need neither.
+import { DEFAULT_NATS_URL } from "../protocol/process-env.ts";
 import { SUBJECT_TOKEN } from "../protocol/subjects.ts";
 import { UsageError } from "./cli-error.ts";
 
@@ -11,7 +12,7 @@ export interface CliConfig {
   natsPassword: string | undefined;
 }
 
-export const DEFAULT_NATS_URL = "nats://127.0.0.1:4222";
+export { DEFAULT_NATS_URL };
 export const DEFAULT_PREFIX = "pi";
 export const FALLBACK_PRINCIPAL = "dev";
 

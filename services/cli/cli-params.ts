@@ -1,5 +1,6 @@
 // Maps parsed command-line values to request bodies of the bus contract. Pure: no NATS, no files
 // (a --script file is read by the caller and passed in as parsed JSON). Refusals are UsageErrors.
+import type { Static } from "typebox";
 import path from "node:path";
 // Type-only imports: loading schemas.ts (the TypeBox compilers) would slow every CLI start.
 import type {
@@ -9,6 +10,7 @@ import type {
   PermissionMode,
   ProposalView,
   ScriptStep,
+  SessionCreateParams,
 } from "../protocol/schemas.ts";
 import { UsageError } from "./cli-error.ts";
 
@@ -55,14 +57,8 @@ export interface SessionCreateOptions {
   approver?: string[] | undefined;
 }
 
-export interface SessionCreateBody {
-  projectId: string;
-  title?: string;
-  mode?: OperatingMode;
-  permissionMode?: PermissionMode;
-  model?: ModelConfig;
-  approvers?: string[];
-}
+/** The session.create body, as the wire schema defines it. */
+export type SessionCreateBody = Static<typeof SessionCreateParams>;
 
 /** --model, --demo and --script each choose the model; more than one is refused, none leaves the host default. */
 export function sessionCreateParams(opts: SessionCreateOptions): SessionCreateBody {

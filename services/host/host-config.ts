@@ -2,6 +2,7 @@
 // Anything doubtful refuses to start: production needs NATS credentials, development mode is explicit.
 import os from "node:os";
 import path from "node:path";
+import { DEFAULT_NATS_URL, positiveIntEnv, readBusEnv } from "../protocol/process-env.ts";
 
 export interface HostConfig {
   databaseUrl: string | undefined;
@@ -21,29 +22,11 @@ export interface HostConfig {
   approvalTimeoutMs: number;
 }
 
-export const DEFAULT_NATS_URL = "nats://127.0.0.1:4222";
+export { DEFAULT_NATS_URL };
 export const DEFAULT_PG_PROBE_URL = "postgres://postgres@127.0.0.1:5432/postgres";
 
-function intEnv(env: NodeJS.ProcessEnv, name: string, fallback: number): number {
-  const raw = env[name];
-  if (raw === undefined || raw === "") return fallback;
-  const n = Number(raw);
-  if (!Number.isInteger(n) || n <= 0)
-    throw new Error(`${name} must be a positive integer, got ${JSON.stringify(raw)}`);
-  return n;
-}
-
 export function readHostConfig(env: NodeJS.ProcessEnv = process.env): HostConfig {
-  const devMode = env.PI_DEV_MODE === "1";
-  const natsUser = env.NATS_USER || undefined;
-  if (!devMode && !natsUser) {
-    throw new Error(
-      "pi-host needs NATS credentials (NATS_USER/NATS_PASSWORD) or an explicit development mode (PI_DEV_MODE=1)",
-    );
-  }
-  const prefix = env.PI_PREFIX || "pi";
-  if (!/^[A-Za-z0-9_-]{1,32}$/.test(prefix))
-    throw new Error(`PI_PREFIX must be one subject token, got ${prefix}`);
+  const { devMode, prefix, ...bus } = readBusEnv(env, "pi-host");
   const dataDir = path.resolve(env.PI_DATA_DIR || ".pihost-data");
   const roots = (
     env.PI_WORKSPACE_ROOTS || (devMode ? [path.join(dataDir, "workspaces"), os.tmpdir()].join(":") : "")
@@ -55,9 +38,7 @@ export function readHostConfig(env: NodeJS.ProcessEnv = process.env): HostConfig
     throw new Error("PI_WORKSPACE_ROOTS must name at least one folder projects may live under");
   return {
     databaseUrl: env.DATABASE_URL || undefined,
-    natsUrl: env.NATS_URL || DEFAULT_NATS_URL,
-    natsUser,
-    natsPassword: env.NATS_PASSWORD || undefined,
+    ...bus,
     devMode,
     prefix,
     streamName: env.PI_STREAM || `${prefix.toUpperCase().replace(/-/g, "_")}_EVENTS`,
@@ -70,9 +51,9 @@ export function readHostConfig(env: NodeJS.ProcessEnv = process.env): HostConfig
         .hostname()
         .replace(/[^A-Za-z0-9_-]/g, "_")
         .slice(0, 40)}`,
-    leaseMs: intEnv(env, "PI_TURN_LEASE_MS", 15_000),
-    heartbeatMs: intEnv(env, "PI_TURN_HEARTBEAT_MS", 3_000),
-    offerIntervalMs: intEnv(env, "PI_OFFER_INTERVAL_MS", 500),
+    leaseMs: positiveIntEnv(env, "PI_TURN_LEASE_MS", 15_000),
+    heartbeatMs: positiveIntEnv(env, "PI_TURN_HEARTBEAT_MS", 3_000),
+    offerIntervalMs: positiveIntEnv(env, "PI_OFFER_INTERVAL_MS", 500),
     approvalTimeoutMs: 30 * 60 * 1000,
   };
 }

@@ -212,7 +212,8 @@ async function stopOrphanedPostmaster(pgDir: string, log: Logger): Promise<void>
   await waitGone(pid, 5_000);
 }
 
-async function freeLoopbackPort(): Promise<number> {
+/** A TCP port on 127.0.0.1 that nothing listens on right now. */
+export async function freeLoopbackPort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const srv = net.createServer();
     srv.once("error", reject);

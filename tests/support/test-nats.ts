@@ -3,10 +3,10 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { mkdtempSync, rmSync } from "node:fs";
-import net from "node:net";
 import os from "node:os";
 import path from "node:path";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
+import { freeLoopbackPort } from "../../services/start/infra.ts";
 
 export const NATS_URL = process.env.NATS_URL || "nats://127.0.0.1:4222";
 
@@ -18,17 +18,7 @@ export function connectNats(url = NATS_URL): Promise<NatsConnection> {
   return connect({ servers: url, name: "pihost-test" });
 }
 
-export async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = net.createServer();
-    srv.once("error", reject);
-    srv.listen(0, "127.0.0.1", () => {
-      const addr = srv.address();
-      const port = typeof addr === "object" && addr ? addr.port : 0;
-      srv.close(() => resolve(port));
-    });
-  });
-}
+export const freePort = freeLoopbackPort;
 
 export interface PrivateNats {
   url: string;

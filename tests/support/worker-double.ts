@@ -1,0 +1,33 @@
+// The test acting as an agent worker through the documented protocol: prompt a session, wait for
+// the host's offer of that turn and claim it, so the test holds the turn's capability token.
+import { AppError } from "../../services/protocol/app-error.ts";
+import { decodeJson } from "../../services/protocol/envelope.ts";
+import type { TurnAssignment, TurnOffer } from "../../services/protocol/schemas.ts";
+import { agentSubject } from "../../services/protocol/subjects.ts";
+import type { Stack } from "./stack.ts";
+
+export async function promptAndClaim(
+  stack: Stack,
+  sessionId: string,
+  text = "go",
+  principal = "alice",
+): Promise<TurnAssignment> {
+  const offers = stack.nc.subscribe(agentSubject(stack.env.prefix, "offer"));
+  const { turnId } = await stack
+    .rpc(principal)
+    .call<{ turnId: string }>("session.prompt", { sessionId, text });
+  for await (const m of offers) if ((decodeJson(m.data) as TurnOffer).turnId === turnId) break;
+  offers.unsubscribe();
+  return stack.agent.call<TurnAssignment>("claim", { turnId, workerId: "testworker" });
+}
+
+/** The stable code a request was refused with; fails when it succeeded or threw something else. */
+export async function refusalCode(p: Promise<unknown>): Promise<string> {
+  const err = await p.then(
+    () => null,
+    (e: unknown) => e,
+  );
+  if (!(err instanceof AppError))
+    throw new Error(`expected a refusal, got ${err === null ? "success" : String(err)}`);
+  return err.code;
+}
