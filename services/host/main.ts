@@ -9,6 +9,7 @@ import { createAgentApi } from "./agent-api.ts";
 import { createClientApi } from "./client-api.ts";
 import { createClock } from "./clock.ts";
 import { createDb } from "./db.ts";
+import { createFaultInjector } from "./fault-injector.ts";
 import { createEventPublisher, ensureEventStream } from "./event-publisher.ts";
 import { readHostConfig } from "./host-config.ts";
 import { startHostBus } from "./host-bus.ts";
@@ -17,6 +18,7 @@ import { createPlanStore } from "./plan-store.ts";
 import { createSessionSupervisor } from "./session-supervisor.ts";
 import { createSessionStore } from "./session-store.ts";
 import { runStartupFence } from "./startup-fence.ts";
+import { createTestHooks } from "./test-hooks.ts";
 import { createTurnDispatcher } from "./turn-dispatcher.ts";
 
 const log = createLogger("host");
@@ -77,7 +79,9 @@ async function main(): Promise<void> {
         code: "TURN_LEASE_EXPIRED",
       }),
   });
+  const faults = config.testHooks ? createFaultInjector() : undefined;
   const supervisor = createSessionSupervisor({
+    ...(faults ? { faults } : {}),
     db,
     clock,
     sessions,
@@ -105,23 +109,7 @@ async function main(): Promise<void> {
       devMode: config.devMode,
     }),
     agent: createAgentApi({ db, clock, sessions, supervisor, dispatcher, events }),
-    test: config.testHooks
-      ? {
-          "clock.get": async () => ({ now: clock.now() }),
-          "clock.set": async (p) => {
-            const ms = (p as { now?: unknown }).now;
-            if (typeof ms !== "number") throw new Error("now must be a number");
-            clock.set(ms);
-            return { now: clock.now() };
-          },
-          "clock.advance": async (p) => {
-            const ms = (p as { ms?: unknown }).ms;
-            if (typeof ms !== "number") throw new Error("ms must be a number");
-            clock.advance(ms);
-            return { now: clock.now() };
-          },
-        }
-      : null,
+    test: faults ? createTestHooks({ clock, faults }) : null,
     onWorkerHello: () => dispatcher.reoffer(),
   });
 

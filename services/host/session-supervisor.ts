@@ -24,12 +24,15 @@ import { appendAudit } from "./audit-log.ts";
 import type { Clock } from "./clock.ts";
 import { type Db, withTransaction } from "./db.ts";
 import type { Audience, EventPublisher } from "./event-publisher.ts";
+import type { FaultInjector } from "./fault-injector.ts";
 import type { PlanStore } from "./plan-store.ts";
 import type { SessionStore } from "./session-store.ts";
 import { systemPromptFor, toolsFor } from "./tool-catalog.ts";
 import type { TurnDispatcher } from "./turn-dispatcher.ts";
 
 export interface SupervisorDeps {
+  /** Test hooks only: injected failures of named steps. */
+  faults?: FaultInjector;
   db: Db;
   clock: Clock;
   sessions: SessionStore;
@@ -52,6 +55,12 @@ function req<T extends SessionEvent["type"]>(input: StepInput, type: T): Extract
 
 export function createSessionSupervisor(deps: SupervisorDeps) {
   const { db, clock, sessions, plans, dispatcher, events, log } = deps;
+  /** One I/O step of the machine, as a promise actor; test hooks may make it fail first. */
+  const step = (name: string, fn: (input: StepInput) => Promise<StepOutput>) =>
+    fromPromise<StepOutput, StepInput>(({ input }) => {
+      deps.faults?.check(name);
+      return fn(input);
+    });
   const actors = new Map<
     string,
     { actor: Actor<typeof sessionMachine>; pending: Set<Reply>; ready: Promise<unknown> }
@@ -95,7 +104,7 @@ export function createSessionSupervisor(deps: SupervisorDeps) {
         };
       }),
 
-      startTurn: step(async (input) => {
+      startTurn: step("startTurn", async (input) => {
         const { params } = req(input, "PROMPT");
         const p = params as { sessionId: string; text: string; idempotencyKey?: string };
         const turnId = await withTransaction(db, async (tx) => {
@@ -125,7 +134,7 @@ export function createSessionSupervisor(deps: SupervisorDeps) {
         return { activeTurnId: turnId, result: { turnId } };
       }),
 
-      configure: step(async (input) => {
+      configure: step("configure", async (input) => {
         const { params } = req(input, "CONFIGURE");
         const p = params as {
           sessionId: string;
@@ -175,7 +184,7 @@ export function createSessionSupervisor(deps: SupervisorDeps) {
         return { mode: view.mode, result: view };
       }),
 
-      claimTurn: step(async (input) => {
+      claimTurn: step("claimTurn", async (input) => {
         const { turnId, workerId } = req(input, "CLAIM");
         const sessionId = input.context.sessionId;
         const kind = input.context.turnKind === "execution" ? "execution" : "prompt";
@@ -229,7 +238,7 @@ export function createSessionSupervisor(deps: SupervisorDeps) {
         return { activeTurnId: turnId, result: assignment };
       }),
 
-      enterPlan: step(async (input) => {
+      enterPlan: step("enterPlan", async (input) => {
         const { turnId, toolCallId } = req(input, "ENTER_PLAN");
         const sessionId = input.context.sessionId;
         await withTransaction(db, async (tx) => {
@@ -256,7 +265,7 @@ export function createSessionSupervisor(deps: SupervisorDeps) {
         return { mode: "plan" as const, result };
       }),
 
-      submitPlan: step(async (input) => {
+      submitPlan: step("submitPlan", async (input) => {
         const { turnId, toolCallId, args } = req(input, "SUBMIT_PLAN");
         const sessionId = input.context.sessionId;
         const proposal = await plans.submit({
@@ -294,7 +303,7 @@ export function createSessionSupervisor(deps: SupervisorDeps) {
         };
       }),
 
-      resolvePlan: step(async (input) => {
+      resolvePlan: step("resolvePlan", async (input) => {
         const { params, principal } = req(input, "RESOLVE");
         const sessionId = input.context.sessionId;
         const outcome = await plans.resolve(principal, params as PlansResolveParams, { readOnly: false });
@@ -329,7 +338,7 @@ export function createSessionSupervisor(deps: SupervisorDeps) {
         return { pendingProposalId: p.status === "pending" ? p.proposalId : null, result: p };
       }),
 
-      endTurn: step(async (input) => {
+      endTurn: step("endTurn", async (input) => {
         const { turnId, status, code } = req(input, "TURN_ENDED");
         const sessionId = input.context.sessionId;
         const execution = await withTransaction(db, async (tx) => {
@@ -361,7 +370,7 @@ export function createSessionSupervisor(deps: SupervisorDeps) {
         return { result: { turnId, status } };
       }),
 
-      abortWork: step(async (input) => {
+      abortWork: step("abortWork", async (input) => {
         const { context } = input;
         const sessionId = context.sessionId;
         const principal = input.request?.type === "ABORT" ? "client" : "host";
@@ -405,7 +414,7 @@ export function createSessionSupervisor(deps: SupervisorDeps) {
         };
       }),
 
-      expirePlan: step(async (input) => {
+      expirePlan: step("expirePlan", async (input) => {
         const p = await plans.expireIfDue(input.context.sessionId);
         if (!p) throw new Error("not yet due");
         publishExpired(input.context.sessionId, p);
@@ -452,7 +461,7 @@ export function createSessionSupervisor(deps: SupervisorDeps) {
   function entry(sessionId: string) {
     let e = actors.get(sessionId);
     if (e) return e;
-    const actor = createActor(machine, { input: { sessionId } });
+    const actor = createActor(machine, { input: { sessionId }, clock });
     const pending = new Set<Reply>();
     // Requests wait until the actor has read its rows (the loading state answers nothing).
     const ready = waitFor(actor, (snap) => !snap.matches("loading"), { timeout: 30_000 });
