@@ -98,6 +98,8 @@ export const sessionMachine = setup({
     answerResolveFromRows: (_, _params: { event: SessionEvent }) => {},
     /** Offers the current turn to the worker queue group (prompt turns and queued executions). */
     offerTurn: (_, _params: { turnId: string | null }) => {},
+    /** Fault injection: the host's test hooks provide an action that throws; otherwise nothing. */
+    injectFault: () => {},
     /** Revokes the capability token of a turn (park, abort, end). */
     revokeToken: (_, _params: { turnId: string | null; park?: boolean }) => {},
   },
@@ -137,6 +139,7 @@ export const sessionMachine = setup({
     ENTER_PLAN: { actions: ({ event }) => event.reply.fail("TURN_TOKEN_INVALID") },
     SUBMIT_PLAN: { actions: ({ event }) => event.reply.fail("PLAN_NOT_ACTIVE") },
     TURN_ENDED: { actions: ({ event }) => event.reply?.fail("TURN_TOKEN_INVALID") },
+    FAULT: { actions: "injectFault" },
   },
   states: {
     loading: {
