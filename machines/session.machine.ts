@@ -1,7 +1,7 @@
 // The session machine (DESIGN §4-§5): which request a session accepts in which state, and the order of
 // the I/O steps the host performs for it. No I/O here: the host provides every actor, and the
 // approval deadline delay, with machine.provide(); rows stay the durable truth.
-import { assign, fromPromise, setup } from "xstate";
+import { and, assign, fromPromise, setup } from "xstate";
 
 export type Mode = "agent" | "plan";
 
@@ -49,6 +49,8 @@ export interface SessionContext {
   deadlineMs: number | null;
   /** The execution turn waits for a worker's claim (approved, not yet running). */
   queued: boolean;
+  /** A worker holds the current turn's lease (claimed); only then can it call tools or end it. */
+  leased: boolean;
   /** The reply of the request being worked on; replaced by the next request (a Reply answers once). */
   reply: Reply | null;
   /** The event that started the current I/O step (input of the invoked actor). */
@@ -112,8 +114,14 @@ export const sessionMachine = setup({
     isQueuedExecution: ({ context }) => context.queued && context.turnId !== null,
     hasTurn: ({ context }) => context.turnId !== null,
     isCurrentTurn: ({ context, event }) => "turnId" in event && event.turnId === context.turnId,
+    /** The event names the current turn and comes from the worker holding its lease. */
+    isLeasedTurn: ({ context, event }) =>
+      context.leased && "turnId" in event && event.turnId === context.turnId,
+    isUnclaimedTurn: ({ context, event }) =>
+      !context.leased && "turnId" in event && event.turnId === context.turnId,
     approved: (_, out: StepOutput) => out.activeTurnKind === "execution" && out.activeTurnId !== null,
-    leftApproval: (_, out: StepOutput) => out.pendingProposalId === null,
+    inAgent: ({ context }) => context.mode === "agent",
+    inPlan: ({ context }) => context.mode === "plan",
   },
 }).createMachine({
   id: "session",
@@ -125,6 +133,7 @@ export const sessionMachine = setup({
     proposalId: null,
     deadlineMs: null,
     queued: false,
+    leased: false,
     reply: null,
     request: null,
   }),
@@ -137,13 +146,15 @@ export const sessionMachine = setup({
     RESOLVE: { actions: { type: "answerResolveFromRows", params: ({ event }) => ({ event }) } },
     CLAIM: { actions: ({ event }) => event.reply.fail("TURN_NOT_CLAIMABLE") },
     ENTER_PLAN: { actions: ({ event }) => event.reply.fail("TURN_TOKEN_INVALID") },
-    SUBMIT_PLAN: { actions: ({ event }) => event.reply.fail("PLAN_NOT_ACTIVE") },
+    // Outside the live turn a submission can only come with a dead token.
+    SUBMIT_PLAN: { actions: ({ event }) => event.reply.fail("TURN_TOKEN_INVALID") },
     TURN_ENDED: { actions: ({ event }) => event.reply?.fail("TURN_TOKEN_INVALID") },
     FAULT: { actions: "injectFault" },
   },
   states: {
     loading: {
       invoke: {
+        id: "loadSession",
         src: "loadSession",
         input: ({ context }) => ({ sessionId: context.sessionId }),
         onDone: {
@@ -184,6 +195,7 @@ export const sessionMachine = setup({
     },
     prompting: {
       invoke: {
+        id: "startTurn",
         src: "startTurn",
         input: stepInput,
         onDone: {
@@ -202,6 +214,7 @@ export const sessionMachine = setup({
     },
     configuring: {
       invoke: {
+        id: "configure",
         src: "configure",
         input: stepInput,
         onDone: {
@@ -217,22 +230,30 @@ export const sessionMachine = setup({
     running: {
       on: {
         CLAIM: {
-          guard: "isCurrentTurn",
+          guard: "isUnclaimedTurn",
           target: "claiming",
           actions: assign(({ event }) => ({ reply: event.reply, request: event })),
         },
-        ENTER_PLAN: {
-          guard: "isCurrentTurn",
-          target: "enteringPlan",
-          actions: assign(({ event }) => ({ reply: event.reply, request: event })),
-        },
-        SUBMIT_PLAN: {
-          guard: "isCurrentTurn",
-          target: "submitting",
-          actions: assign(({ event }) => ({ reply: event.reply, request: event })),
-        },
+        // DESIGN §7: EnterPlanMode only in Agent, ExitPlanMode only in the active Plan turn.
+        ENTER_PLAN: [
+          {
+            guard: and(["isLeasedTurn", "inAgent"]),
+            target: "enteringPlan",
+            actions: assign(({ event }) => ({ reply: event.reply, request: event })),
+          },
+          { guard: "isLeasedTurn", actions: ({ event }) => event.reply.fail("PLAN_ALREADY_ACTIVE") },
+        ],
+        SUBMIT_PLAN: [
+          {
+            guard: and(["isLeasedTurn", "inPlan"]),
+            target: "submitting",
+            actions: assign(({ event }) => ({ reply: event.reply, request: event })),
+          },
+          { guard: "isLeasedTurn", actions: ({ event }) => event.reply.fail("PLAN_NOT_ACTIVE") },
+        ],
         TURN_ENDED: {
-          guard: "isCurrentTurn",
+          // a worker's own end needs the lease; the host's lease-loss notice carries no reply
+          guard: ({ context, event }) => event.turnId === context.turnId && (context.leased || !event.reply),
           target: "ending",
           actions: assign(({ event }) => ({ reply: event.reply ?? null, request: event })),
         },
@@ -244,6 +265,7 @@ export const sessionMachine = setup({
     },
     claiming: {
       invoke: {
+        id: "claimTurn",
         src: "claimTurn",
         input: stepInput,
         onDone: [
@@ -253,14 +275,14 @@ export const sessionMachine = setup({
             target: "idle",
             actions: [
               { type: "revokeToken", params: ({ context }) => ({ turnId: context.turnId }) },
-              assign({ turnId: null, turnKind: null, queued: false }),
+              assign({ turnId: null, turnKind: null, queued: false, leased: false }),
               ({ context, event }) => context.reply?.ok(event.output.result),
             ],
           },
           {
             target: "running",
             actions: [
-              assign({ queued: false }),
+              assign({ queued: false, leased: true }),
               ({ context, event }) => context.reply?.ok(event.output.result),
             ],
           },
@@ -277,6 +299,7 @@ export const sessionMachine = setup({
     },
     enteringPlan: {
       invoke: {
+        id: "enterPlan",
         src: "enterPlan",
         input: stepInput,
         onDone: {
@@ -291,6 +314,7 @@ export const sessionMachine = setup({
     },
     submitting: {
       invoke: {
+        id: "submitPlan",
         src: "submitPlan",
         input: stepInput,
         onDone: {
@@ -299,6 +323,7 @@ export const sessionMachine = setup({
             assign(({ event }) => ({
               proposalId: event.output.pendingProposalId ?? null,
               deadlineMs: event.output.pendingDeadlineMs ?? null,
+              leased: false,
             })),
             { type: "revokeToken", params: ({ context }) => ({ turnId: context.turnId, park: true }) },
             ({ context, event }) => context.reply?.ok(event.output.result),
@@ -322,6 +347,7 @@ export const sessionMachine = setup({
     },
     resolving: {
       invoke: {
+        id: "resolvePlan",
         src: "resolvePlan",
         input: stepInput,
         onDone: [
@@ -341,25 +367,31 @@ export const sessionMachine = setup({
             ],
           },
           {
-            guard: { type: "leftApproval", params: ({ event }) => event.output },
+            // rejected, or expired on the way (the row is no longer pending either way)
             target: "idle",
             actions: [
-              assign({ proposalId: null, deadlineMs: null, turnId: null, turnKind: null }),
+              assign({ proposalId: null, deadlineMs: null, turnId: null, turnKind: null, leased: false }),
               ({ context, event }) => context.reply?.ok(event.output.result),
             ],
           },
-          { target: "parked", actions: ({ context, event }) => context.reply?.ok(event.output.result) },
         ],
         onError: { target: "parked", actions: ({ context, event }) => context.reply?.error(event.error) },
       },
     },
     expiring: {
       invoke: {
+        id: "expirePlan",
         src: "expirePlan",
         input: stepInput,
         onDone: {
           target: "idle",
-          actions: assign({ proposalId: null, deadlineMs: null, turnId: null, turnKind: null }),
+          actions: assign({
+            proposalId: null,
+            deadlineMs: null,
+            turnId: null,
+            turnKind: null,
+            leased: false,
+          }),
         },
         // The row could not be expired now (database down): stay parked; the next read expires it.
         onError: { target: "parked" },
@@ -381,13 +413,14 @@ export const sessionMachine = setup({
     },
     ending: {
       invoke: {
+        id: "endTurn",
         src: "endTurn",
         input: stepInput,
         onDone: {
           target: "idle",
           actions: [
             { type: "revokeToken", params: ({ context }) => ({ turnId: context.turnId }) },
-            assign({ turnId: null, turnKind: null }),
+            assign({ turnId: null, turnKind: null, leased: false }),
             ({ context, event }) => context.reply?.ok(event.output.result),
           ],
         },
@@ -400,12 +433,20 @@ export const sessionMachine = setup({
     aborting: {
       entry: { type: "revokeToken", params: ({ context }) => ({ turnId: context.turnId }) },
       invoke: {
+        id: "abortWork",
         src: "abortWork",
         input: stepInput,
         onDone: {
           target: "idle",
           actions: [
-            assign({ turnId: null, turnKind: null, proposalId: null, deadlineMs: null, queued: false }),
+            assign({
+              turnId: null,
+              turnKind: null,
+              proposalId: null,
+              deadlineMs: null,
+              queued: false,
+              leased: false,
+            }),
             ({ context, event }) => context.reply?.ok(event.output.result),
           ],
         },

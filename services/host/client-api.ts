@@ -55,6 +55,20 @@ export function createClientApi(deps: {
       return { protocolVersion: PROTOCOL_VERSION, hostId: deps.hostId, devMode: deps.devMode };
     },
 
+    "host.status": async (_principal, params) => {
+      decodeParams(EmptyParams, params);
+      // Sessions this host holds = its session leases; those without a live actor are passivated.
+      const r = await db.query("SELECT count(*)::int AS n FROM session_leases WHERE host_id = $1", [
+        deps.hostId,
+      ]);
+      const { active, degraded } = supervisor.status();
+      return {
+        hostId: deps.hostId,
+        sessions: { active, passivated: Math.max(0, r.rows[0].n - active - degraded.length), degraded },
+        uptimeMs: Math.round(process.uptime() * 1000),
+      };
+    },
+
     "projects.create": async (principal, params) => {
       const p = decodeParams(ProjectCreateParams, params);
       return sessions.createProject(principal, p.name, p.workspaceRoot);

@@ -20,6 +20,11 @@ export interface HostConfig {
   heartbeatMs: number;
   offerIntervalMs: number;
   approvalTimeoutMs: number;
+  /** Supervision: more than this many actor failures of one session within the window degrade it. */
+  actorMaxRestarts: number;
+  actorRestartWindowMs: number;
+  /** An idle session actor without requests for this long is stopped; rows stay the truth. */
+  passivateAfterMs: number;
 }
 
 export { DEFAULT_NATS_URL };
@@ -55,5 +60,8 @@ export function readHostConfig(env: NodeJS.ProcessEnv = process.env): HostConfig
     heartbeatMs: positiveIntEnv(env, "PI_TURN_HEARTBEAT_MS", 3_000),
     offerIntervalMs: positiveIntEnv(env, "PI_OFFER_INTERVAL_MS", 500),
     approvalTimeoutMs: 30 * 60 * 1000,
+    actorMaxRestarts: positiveIntEnv(env, "PI_ACTOR_MAX_RESTARTS", 3),
+    actorRestartWindowMs: positiveIntEnv(env, "PI_ACTOR_RESTART_WINDOW_MS", 60_000),
+    passivateAfterMs: positiveIntEnv(env, "PI_PASSIVATE_AFTER_MS", 60_000),
   };
 }

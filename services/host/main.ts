@@ -3,7 +3,9 @@
 import { readFileSync } from "node:fs";
 import path from "node:path";
 import { connect } from "@nats-io/transport-node";
+import { AppError } from "../protocol/app-error.ts";
 import { errorFields, createLogger } from "../protocol/log.ts";
+import { SUBJECT_TOKEN } from "../protocol/subjects.ts";
 import { probeUrlsFromEnv, resolvePostgres } from "../start/infra.ts";
 import { createAgentApi } from "./agent-api.ts";
 import { createClientApi } from "./client-api.ts";
@@ -91,6 +93,9 @@ async function main(): Promise<void> {
     log,
     leaseMs: config.leaseMs,
     heartbeatMs: config.heartbeatMs,
+    maxRestarts: config.actorMaxRestarts,
+    restartWindowMs: config.actorRestartWindowMs,
+    passivateAfterMs: config.passivateAfterMs,
   });
   supervisorRef = supervisor;
 
@@ -109,7 +114,22 @@ async function main(): Promise<void> {
       devMode: config.devMode,
     }),
     agent: createAgentApi({ db, clock, sessions, supervisor, dispatcher, events }),
-    test: faults ? createTestHooks({ clock, faults }) : null,
+    test: faults
+      ? createTestHooks({
+          clock,
+          faults,
+          extra: {
+            // DESIGN §10 "crash an actor": the session's actor throws (its provided injectFault).
+            "actor.fault": async (p) => {
+              const sessionId = (p as Record<string, unknown> | null)?.sessionId;
+              if (typeof sessionId !== "string" || !SUBJECT_TOKEN.test(sessionId))
+                throw new AppError("INVALID_PARAMS", "sessionId must be a session id");
+              await sessions.getRow(db, sessionId);
+              return supervisor.fault(sessionId);
+            },
+          },
+        })
+      : null,
     onWorkerHello: () => dispatcher.reoffer(),
   });
 

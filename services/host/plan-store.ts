@@ -86,6 +86,28 @@ export function createPlanStore(deps: {
     return r.rows[0] ?? null;
   }
 
+  /**
+   * Ends the turn a pending plan parked. That turn may itself be an approved execution that entered
+   * Plan again: its execution ends with it (completed when the person answered, else interrupted).
+   */
+  async function endParkedTurn(
+    tx: Tx,
+    turnId: string,
+    status: "completed" | "aborted",
+    code?: string,
+  ): Promise<void> {
+    await sessions.endTurn(tx, turnId, status, code ?? null);
+    await tx.query(
+      `UPDATE plan_approvals SET execution_state = $2, error_code = coalesce($3, error_code), version = version + 1
+       WHERE execution_turn_id = $1 AND execution_state IN ('queued', 'running')`,
+      [
+        turnId,
+        status === "completed" ? "completed" : "interrupted",
+        status === "completed" ? null : (code ?? null),
+      ],
+    );
+  }
+
   /** Expires a pending row past its deadline and ends its parked turn; returns the new row. */
   async function expireRow(tx: Tx, row: ApprovalRow): Promise<ApprovalRow> {
     const at = clock.date();
@@ -94,7 +116,7 @@ export function createPlanStore(deps: {
        WHERE id = $1 AND status = 'pending' RETURNING *`,
       [row.id, at],
     );
-    await sessions.endTurn(tx, row.turn_id, "aborted", "PLAN_APPROVAL_TIMEOUT");
+    await endParkedTurn(tx, row.turn_id, "aborted", "PLAN_APPROVAL_TIMEOUT");
     await appendAudit(tx, {
       at,
       sessionId: row.session_id,
@@ -278,7 +300,7 @@ export function createPlanStore(deps: {
         if (p.version !== undefined && p.version !== row.version)
           throw new AppError("PLAN_APPROVAL_CONFLICT");
 
-        await sessions.endTurn(tx, row.turn_id, "completed");
+        await endParkedTurn(tx, row.turn_id, "completed");
         if (p.action === "reject") {
           const r = await tx.query(
             `UPDATE plan_approvals SET status = 'rejected', action = 'reject', resolved_at = $2, resolved_by = $3, version = version + 1

@@ -1,7 +1,7 @@
 // One XState actor per live session, started from rows, fed every session-changing request, and
-// observed: an actor error fails its waiting requests, is logged, and the next request restarts the
-// actor from rows. One session's failure never touches another. (Bounded restarts and passivation
-// come with the supervision work.)
+// observed: an actor error fails its waiting requests and the actor is restarted from the rows at
+// once, with bounded intensity; past the bound the session is degraded (SESSION_DEGRADED) until the
+// host restarts. Idle actors are passivated. One session's failure never touches another.
 import { type Actor, createActor, fromPromise, waitFor } from "xstate";
 import {
   type Reply,
@@ -13,7 +13,7 @@ import {
 } from "../../machines/session.machine.ts";
 import { AppError } from "../protocol/app-error.ts";
 import type { ErrorCode } from "../protocol/error-codes.ts";
-import type { Logger } from "../protocol/log.ts";
+import { errorFields, type Logger } from "../protocol/log.ts";
 import type {
   PlansResolveParams,
   ProposalView,
@@ -42,7 +42,33 @@ export interface SupervisorDeps {
   log: Logger;
   leaseMs: number;
   heartbeatMs: number;
+  /** More than this many actor failures of one session within restartWindowMs degrade it (default 3). */
+  maxRestarts?: number;
+  /** Default 60 s. */
+  restartWindowMs?: number;
+  /** An idle actor without a request for this long is stopped and dropped (default 60 s). */
+  passivateAfterMs?: number;
 }
+
+/** A session whose actor failed past the restart bound: refused until the host restarts. */
+export interface DegradedSession {
+  sessionId: string;
+  failures: number;
+  since: string;
+}
+
+interface Entry {
+  actor: Actor<typeof sessionMachine>;
+  /** Replies of requests sent to (or waiting for) this actor and not yet answered. */
+  pending: Set<Reply>;
+  /** Resolves once the actor has read its rows (left `loading`). */
+  ready: Promise<unknown>;
+  /** Host-clock time of the last request or reply: passivation measures idleness from here. */
+  lastActive: number;
+}
+
+/** The event that makes the provided `injectFault` action throw (test hooks only). */
+const FAULT = { type: "FAULT" } as unknown as SessionEvent;
 
 /** One I/O step of the machine, as a promise actor. */
 const step = (fn: (input: StepInput) => Promise<StepOutput>) =>
@@ -57,15 +83,20 @@ export function createSessionSupervisor(deps: SupervisorDeps) {
   const { db, clock, sessions, plans, dispatcher, events, log } = deps;
   /** One I/O step of the machine, as a promise actor; test hooks may make it fail first. */
   const step = (name: string, fn: (input: StepInput) => Promise<StepOutput>) =>
-    fromPromise<StepOutput, StepInput>(({ input }) => {
-      deps.faults?.check(name);
+    fromPromise<StepOutput, StepInput>(async ({ input }) => {
+      await deps.faults?.enter(name);
       return fn(input);
     });
-  const actors = new Map<
-    string,
-    { actor: Actor<typeof sessionMachine>; pending: Set<Reply>; ready: Promise<unknown> }
-  >();
+  const maxRestarts = deps.maxRestarts ?? 3;
+  const restartWindowMs = deps.restartWindowMs ?? 60_000;
+  const passivateAfterMs = deps.passivateAfterMs ?? 60_000;
+  const actors = new Map<string, Entry>();
   const audiences = new Map<string, Audience>();
+  /** Host-clock times of recent actor failures per session (within restartWindowMs). */
+  const failures = new Map<string, number[]>();
+  /** In memory on purpose: a host restart runs the fence, which ends whatever a degraded session held. */
+  const degraded = new Map<string, DegradedSession>();
+  let stopped = false;
 
   const audience = (sessionId: string): Audience =>
     audiences.get(sessionId) ?? { sessionId, owner: "", approvers: [] };
@@ -438,6 +469,14 @@ export function createSessionSupervisor(deps: SupervisorDeps) {
           });
       },
       revokeToken: (_, { turnId, park }) => (park ? dispatcher.park(turnId) : dispatcher.revoke(turnId)),
+      // Test hooks only (DESIGN §10): a FAULT event makes the actor fail, as a bug in an action would.
+      ...(deps.faults
+        ? {
+            injectFault: () => {
+              throw new Error("injected actor fault");
+            },
+          }
+        : {}),
     },
     delays: {
       approvalDeadline: ({ context }) => Math.max(0, (context.deadlineMs ?? 0) - clock.now()),
@@ -458,38 +497,170 @@ export function createSessionSupervisor(deps: SupervisorDeps) {
     });
   }
 
-  function entry(sessionId: string) {
-    let e = actors.get(sessionId);
-    if (e) return e;
+  function degradedError(d: DegradedSession): AppError {
+    return new AppError(
+      "SESSION_DEGRADED",
+      `the session's actor failed ${d.failures} times within ${restartWindowMs} ms; it refuses requests until the host restarts`,
+      { details: { failures: d.failures, since: d.since } },
+    );
+  }
+
+  /** The session's live actor, created from the rows when there is none; refuses a degraded session. */
+  function entry(sessionId: string): Entry {
+    const d = degraded.get(sessionId);
+    if (d) throw degradedError(d);
+    const existing = actors.get(sessionId);
+    if (existing) {
+      existing.lastActive = clock.now();
+      return existing;
+    }
     const actor = createActor(machine, { input: { sessionId }, clock });
-    const pending = new Set<Reply>();
     // Requests wait until the actor has read its rows (the loading state answers nothing).
     const ready = waitFor(actor, (snap) => !snap.matches("loading"), { timeout: 30_000 });
     ready.catch(() => {});
-    e = { actor, pending, ready };
+    const e: Entry = { actor, pending: new Set(), ready, lastActive: clock.now() };
     actors.set(sessionId, e);
+    // Every root actor has an error observer: an unobserved error would be rethrown on a timer and
+    // end the process. The observer itself must never throw, for the same reason.
     actor.subscribe({
       error: (err) => {
-        log.error("session.actor_failed", { sessionId, error: String((err as Error)?.message ?? err) });
-        if (actors.get(sessionId)?.actor === actor) actors.delete(sessionId);
-        for (const r of pending) r.fail("INTERNAL", "the session actor failed; retry");
+        try {
+          failed(sessionId, e, err);
+        } catch (bug) {
+          log.error("session.supervisor_bug", { sessionId, ...errorFields(bug) });
+        }
       },
     });
-    actor.start();
+    try {
+      actor.start();
+    } catch (err) {
+      failed(sessionId, e, err);
+    }
+    ready.then(() => reofferOrphan(sessionId, e)).catch(() => {});
     return e;
   }
 
+  /**
+   * A loaded actor in `running` whose turn no worker holds or is offered (its actor failed between
+   * committing the turn and offering it) offers the turn again, so the turn is not stranded.
+   */
+  function reofferOrphan(sessionId: string, e: Entry): void {
+    if (actors.get(sessionId) !== e) return;
+    const snap = e.actor.getSnapshot();
+    const { turnId, turnKind } = snap.context;
+    if (snap.value !== "running" || !turnId || dispatcher.has(turnId)) return;
+    log.warn("session.turn_reoffered", { sessionId, turnId });
+    dispatcher.offer({ turnId, sessionId, kind: turnKind === "execution" ? "execution" : "prompt" });
+  }
+
+  /**
+   * An actor failed: its waiting requests get INTERNAL, and it is restarted from the rows at once,
+   * unless it failed more than maxRestarts times within restartWindowMs: then the session is
+   * degraded. A failure while loading is not restarted here (the rows could not be read, say the
+   * database is down) and does not count: the next request tries again and the caller may retry.
+   */
+  function failed(sessionId: string, e: Entry, err: unknown): void {
+    const snap = e.actor.getSnapshot();
+    const state = typeof snap.value === "string" ? snap.value : JSON.stringify(snap.value);
+    log.error("session.actor_failed", { sessionId, state, ...errorFields(err) });
+    const current = actors.get(sessionId) === e;
+    if (current) actors.delete(sessionId);
+    for (const r of [...e.pending]) r.fail("INTERNAL", "the session actor failed; retry");
+    if (!current || stopped || state === "loading") return;
+
+    const now = clock.now();
+    const recent = (failures.get(sessionId) ?? []).filter((t) => now - t < restartWindowMs);
+    recent.push(now);
+    failures.set(sessionId, recent);
+    if (recent.length > maxRestarts) {
+      const d: DegradedSession = { sessionId, failures: recent.length, since: clock.date().toISOString() };
+      degraded.set(sessionId, d);
+      failures.delete(sessionId);
+      audiences.delete(sessionId);
+      // The worker of its turn (if any) stops; the turn's rows stay until the next start's fence.
+      dispatcher.revoke(snap.context.turnId);
+      log.error("session.degraded", { ...d, maxRestarts, restartWindowMs });
+      return;
+    }
+    log.warn("session.actor_restarting", { sessionId, failures: recent.length, maxRestarts });
+    // After the failed actor's stack unwinds; a request arriving first simply creates it.
+    queueMicrotask(() => {
+      if (stopped || actors.has(sessionId) || degraded.has(sessionId)) return;
+      try {
+        const r = entry(sessionId);
+        r.ready.then(
+          () => log.info("session.actor_restarted", { sessionId }),
+          () => {},
+        );
+      } catch (bug) {
+        log.error("session.supervisor_bug", { sessionId, ...errorFields(bug) });
+      }
+    });
+  }
+
+  /** Sends to the actor; a synchronous throw is treated as the actor failing, never passed on. */
+  function deliver(sessionId: string, e: Entry, event: SessionEvent): void {
+    if (actors.get(sessionId) !== e) {
+      // The actor failed (or was replaced) after this request attached to it.
+      for (const r of [...e.pending]) r.fail("INTERNAL", "the session actor failed; retry");
+      return;
+    }
+    try {
+      e.actor.send(event);
+    } catch (err) {
+      try {
+        e.actor.stop();
+      } catch {}
+      failed(sessionId, e, err);
+    }
+  }
+
+  /** Stops idle actors without a request for passivateAfterMs; rows stay the truth. */
+  function passivateIdle(): number {
+    const now = clock.now();
+    let n = 0;
+    for (const [sessionId, e] of actors) {
+      if (e.pending.size > 0 || now - e.lastActive < passivateAfterMs) continue;
+      const snap = e.actor.getSnapshot();
+      // Only `idle`: never with a running, parked or queued turn, nor mid-step.
+      if (snap.status !== "active" || snap.value !== "idle") continue;
+      actors.delete(sessionId);
+      audiences.delete(sessionId);
+      e.actor.stop();
+      n++;
+    }
+    for (const [sessionId, times] of failures) {
+      if (times.every((t) => now - t >= restartWindowMs)) failures.delete(sessionId);
+    }
+    return n;
+  }
+  const sweeper = setInterval(
+    () => {
+      try {
+        passivateIdle();
+      } catch (bug) {
+        log.error("session.supervisor_bug", errorFields(bug));
+      }
+    },
+    Math.min(Math.max(Math.floor(passivateAfterMs / 4), 10), 15_000),
+  );
+  sweeper.unref();
+
   return {
-    /** Sends a request event to the session's actor and waits for its reply. */
+    /** Sends a request event to the session's actor and waits for its reply; SESSION_DEGRADED if degraded. */
     request<T = unknown>(sessionId: string, build: (reply: Reply) => SessionEvent): Promise<T> {
       return new Promise<T>((resolve, reject) => {
         const e = entry(sessionId);
         let done = false;
+        const settle = () => {
+          done = true;
+          e.pending.delete(reply);
+          e.lastActive = clock.now();
+        };
         const reply: Reply = {
           ok(result) {
             if (done) return;
-            done = true;
-            e.pending.delete(reply);
+            settle();
             if (result instanceof AppError) reject(result);
             else resolve(result as T);
           },
@@ -498,27 +669,52 @@ export function createSessionSupervisor(deps: SupervisorDeps) {
           },
           error(err) {
             if (done) return;
-            done = true;
-            e.pending.delete(reply);
+            settle();
             reject(err);
           },
         };
         e.pending.add(reply);
         e.ready.then(
-          () => e.actor.send(build(reply)),
+          () => deliver(sessionId, e, build(reply)),
           (err) => reply.error(err),
         );
       });
     },
-    /** Fire-and-forget event (lease loss). */
+    /** Fire-and-forget event (lease loss); dropped, and logged, for a degraded session. */
     send(sessionId: string, event: SessionEvent): void {
-      const e = entry(sessionId);
+      let e: Entry;
+      try {
+        e = entry(sessionId);
+      } catch (err) {
+        log.warn("session.event_dropped", { sessionId, type: event.type, ...errorFields(err) });
+        return;
+      }
       e.ready.then(
-        () => e.actor.send(event),
+        () => deliver(sessionId, e, event),
         () => {},
       );
     },
+    /** Loads the session's actor from the rows if it is not live (activation); resolves when ready. */
+    async activate(sessionId: string): Promise<void> {
+      await entry(sessionId).ready;
+    },
+    /** Test hooks only: makes the session's actor fail (the provided injectFault throws). */
+    async fault(sessionId: string): Promise<{ sessionId: string; failures: number; degraded: boolean }> {
+      const e = entry(sessionId);
+      await e.ready;
+      deliver(sessionId, e, FAULT);
+      const d = degraded.get(sessionId);
+      return { sessionId, failures: d?.failures ?? failures.get(sessionId)?.length ?? 0, degraded: !!d };
+    },
+    /** Live actors and degraded sessions (for `host.status`). */
+    status(): { active: number; degraded: DegradedSession[] } {
+      return { active: actors.size, degraded: [...degraded.values()] };
+    },
+    /** Runs one passivation sweep now (the sweeper runs it every passivateAfterMs / 4); returns the count. */
+    passivateIdle,
     stopAll(): void {
+      stopped = true;
+      clearInterval(sweeper);
       for (const { actor } of actors.values()) actor.stop();
       actors.clear();
     },

@@ -35,6 +35,21 @@ export function createTestHooks(deps: {
       faults.failNext(step, typeof count === "number" && count > 0 ? count : 1);
       return { armed: step };
     },
+    "faults.hold": async (p) => {
+      const step = (p as Record<string, unknown> | null)?.step;
+      if (typeof step !== "string" || !step) throw new AppError("INVALID_PARAMS", "step must be a step name");
+      faults.holdNext(step);
+      return { holding: step };
+    },
+    "faults.held": async (p) => {
+      const step = String((p as Record<string, unknown> | null)?.step ?? "");
+      await faults.whenHeld(step);
+      return { held: step };
+    },
+    "faults.release": async (p) => {
+      const step = String((p as Record<string, unknown> | null)?.step ?? "");
+      return { released: faults.release(step) };
+    },
     "faults.clear": async () => {
       faults.clear();
       return { cleared: true };

@@ -71,6 +71,10 @@ export function createTurnDispatcher(deps: {
     restore(o: Offer): void {
       offers.set(o.turnId, o);
     },
+    /** Whether the turn is offered or leased right now; false means no worker will ever run it. */
+    has(turnId: string): boolean {
+      return offers.has(turnId) || leases.has(turnId);
+    },
     grant(o: Offer, workerId: string): Lease {
       const lease: Lease = {
         ...o,
