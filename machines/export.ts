@@ -20,17 +20,24 @@ export function isStateMachine(value: unknown): value is AnyStateMachine {
 
 /**
  * The machine's own config as JSON, serialised the way @statelyai/inspect sends it to the Stately
- * inspector: a function becomes `{ "type": <its name> }`. The config, not `machine.definition`, because
- * the definition drops `always` transitions. Keys keep source order (state order is document order);
- * 2-space indent and a trailing newline. Refuses (throws) a config that refers to itself.
+ * inspector: a function becomes `{ "type": <its name> }`, where a built-in action keeps its XState type
+ * (`xstate.assign`) and an inline arrow, named after nothing but its property, is `inline`. The config,
+ * not `machine.definition`, because the definition drops `always` transitions. Keys keep source order
+ * (state order is document order); 2-space indent and a trailing newline. Refuses (throws) a config
+ * that refers to itself.
  */
 export function machineToJson(machine: AnyStateMachine): string {
-  return `${JSON.stringify(toPlain(machine.config, []), null, 2)}\n`;
+  return `${JSON.stringify(toPlain(machine.config, [], ""), null, 2)}\n`;
+}
+
+function functionName(fn: { name: string; type?: unknown }, key: string): string {
+  if (typeof fn.type === "string") return fn.type;
+  return fn.name && fn.name !== key ? fn.name : "inline";
 }
 
 type Plain = null | boolean | number | string | Plain[] | { [key: string]: Plain };
 
-function toPlain(value: unknown, stack: object[]): Plain | undefined {
+function toPlain(value: unknown, stack: object[], key: string): Plain | undefined {
   if (value === null) return null;
   switch (typeof value) {
     case "string":
@@ -39,7 +46,7 @@ function toPlain(value: unknown, stack: object[]): Plain | undefined {
     case "number":
       return Number.isFinite(value) ? value : null;
     case "function":
-      return { type: value.name || "inline" };
+      return { type: functionName(value as { name: string; type?: unknown }, key) };
     case "object":
       break;
     default:
@@ -53,12 +60,12 @@ function toPlain(value: unknown, stack: object[]): Plain | undefined {
   stack.push(obj);
   let out: Plain;
   if (Array.isArray(obj)) {
-    out = obj.map((item) => toPlain(item, stack) ?? null);
+    out = obj.map((item, i) => toPlain(item, stack, String(i)) ?? null);
   } else {
     const record: { [key: string]: Plain } = {};
-    for (const [key, item] of Object.entries(obj)) {
-      const plain = toPlain(item, stack);
-      if (plain !== undefined) record[key] = plain;
+    for (const [name, item] of Object.entries(obj)) {
+      const plain = toPlain(item, stack, name);
+      if (plain !== undefined) record[name] = plain;
     }
     out = record;
   }

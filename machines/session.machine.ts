@@ -145,9 +145,20 @@ export const sessionMachine = setup({
     ABORT: { actions: ({ event }) => event.reply.fail(BUSY, "the session is changing state; retry") },
     RESOLVE: { actions: { type: "answerResolveFromRows", params: ({ event }) => ({ event }) } },
     CLAIM: { actions: ({ event }) => event.reply.fail("TURN_NOT_CLAIMABLE") },
-    ENTER_PLAN: { actions: ({ event }) => event.reply.fail("TURN_TOKEN_INVALID") },
-    // Outside the live turn a submission can only come with a dead token.
-    SUBMIT_PLAN: { actions: ({ event }) => event.reply.fail("TURN_TOKEN_INVALID") },
+    // The host's tool policy answers a leased worker by mode before any state is asked; a call
+    // without the live lease is refused by its token.
+    ENTER_PLAN: {
+      actions: ({ context, event }) =>
+        event.reply.fail(
+          context.leased && context.mode === "plan" ? "PLAN_ALREADY_ACTIVE" : "TURN_TOKEN_INVALID",
+        ),
+    },
+    SUBMIT_PLAN: {
+      actions: ({ context, event }) =>
+        event.reply.fail(
+          context.leased && context.mode === "agent" ? "PLAN_NOT_ACTIVE" : "TURN_TOKEN_INVALID",
+        ),
+    },
     TURN_ENDED: { actions: ({ event }) => event.reply?.fail("TURN_TOKEN_INVALID") },
     FAULT: { actions: "injectFault" },
   },
@@ -431,7 +442,10 @@ export const sessionMachine = setup({
       },
     },
     aborting: {
-      entry: { type: "revokeToken", params: ({ context }) => ({ turnId: context.turnId }) },
+      entry: [
+        { type: "revokeToken", params: ({ context }) => ({ turnId: context.turnId }) },
+        assign({ leased: false }),
+      ],
       invoke: {
         id: "abortWork",
         src: "abortWork",

@@ -43,10 +43,14 @@ export interface Recorded {
 
 export function recordingReply(out: Recorded): Reply {
   return {
+    // The host answers a step that failed closed with ok(error): the caller sees the code.
     ok: (result) => {
-      out.kind = "ok";
-      if (result && typeof result === "object" && "code" in result && (result as { code?: unknown }).code)
-        out.code = String((result as { code: unknown }).code);
+      const code =
+        result && typeof result === "object" && "code" in result
+          ? (result as { code?: unknown }).code
+          : undefined;
+      out.kind = code ? "fail" : "ok";
+      if (code) out.code = String(code);
     },
     fail: (code) => {
       out.kind = "fail";
@@ -117,7 +121,13 @@ export function alphabet(snap: ModelSnapshot): ModelEvent[] {
     done("configure", { mode: mode === "agent" ? "plan" : "agent" }),
     done("claimTurn", { activeTurnId: turnId }),
     ...(snap.context.turnKind === "execution"
-      ? [done("claimTurn", { activeTurnId: null }, ":hash-mismatch")]
+      ? [
+          done(
+            "claimTurn",
+            { activeTurnId: null, result: { code: "PLAN_ARTIFACT_HASH_MISMATCH" } },
+            ":hash-mismatch",
+          ),
+        ]
       : []),
     done("enterPlan", { mode: "plan" }),
     done("submitPlan", { pendingProposalId: PROPOSAL, pendingDeadlineMs: 1 }),
@@ -156,10 +166,13 @@ export function enumerateEdges(): { edges: ModelEdge[]; states: Map<string, Mode
   const states = new Map<string, ModelSnapshot>();
   for (const [from, v] of Object.entries(adjacency)) {
     states.set(from, v.state as ModelSnapshot);
-    for (const [label, t] of Object.entries(v.transitions) as Array<[string, { state: unknown; event: unknown }]>) {
+    for (const [label, t] of Object.entries(v.transitions) as Array<
+      [string, { state: unknown; event: unknown }]
+    >) {
       const to = serialize(t.state as ModelSnapshot);
       const event = t.event as ModelEvent;
-      // Events the state does not take at all (no handler anywhere) produce no edge of interest.
+      // An event the state does not handle at all (a step's done event elsewhere) is no transition.
+      if (!(v.state as ModelSnapshot).can(event as unknown as SessionEvent)) continue;
       edges.push({ from, to, event: { ...event, label }, selfLoop: from === to });
     }
   }
