@@ -1,10 +1,13 @@
-// Turn dispatch to agent workers (DESIGN §4): offers to the worker queue group until one worker
-// claims, capability tokens bound to (session, turn), heartbeated leases, and revocation. In memory
-// on purpose: after a restart the fence has ended every turn, so nothing here needs to survive.
+// Turn dispatch to agent workers (DESIGN §4): one turn actor (machines/turn.machine.ts) per offered
+// or leased turn, on the host clock: offers to the worker queue group until one worker claims,
+// capability tokens bound to (session, turn), heartbeated leases, park and revocation. In memory on
+// purpose: after a restart the fence has ended every turn, so nothing here needs to survive.
 import { randomBytes, timingSafeEqual } from "node:crypto";
 import type { NatsConnection } from "@nats-io/nats-core";
+import { type Actor, createActor } from "xstate";
+import { turnMachine } from "../../machines/turn.machine.ts";
 import { encodeJson } from "../protocol/envelope.ts";
-import type { Logger } from "../protocol/log.ts";
+import { errorFields, type Logger } from "../protocol/log.ts";
 import type { TurnKind } from "../protocol/schemas.ts";
 import { agentSubject, turnCancelSubject } from "../protocol/subjects.ts";
 import type { Clock } from "./clock.ts";
@@ -18,7 +21,6 @@ interface Offer {
 export interface Lease extends Offer {
   token: string;
   workerId: string;
-  lastBeat: number;
 }
 
 export function createTurnDispatcher(deps: {
@@ -30,87 +32,116 @@ export function createTurnDispatcher(deps: {
   log: Logger;
   onLeaseLost: (lease: Lease) => void;
 }) {
-  const offers = new Map<string, Offer>();
-  const leases = new Map<string, Lease>();
-
-  const publishOffer = (o: Offer) => deps.nc.publish(agentSubject(deps.prefix, "offer"), encodeJson(o));
-
-  const timer = setInterval(() => {
-    for (const o of offers.values()) publishOffer(o);
-    const now = deps.clock.now();
-    for (const lease of [...leases.values()]) {
-      if (now - lease.lastBeat > deps.leaseMs) {
-        leases.delete(lease.turnId);
-        deps.log.warn("turn.lease_lost", { turnId: lease.turnId, workerId: lease.workerId });
-        deps.nc.publish(
-          turnCancelSubject(deps.prefix, lease.turnId),
-          encodeJson({ reason: "TURN_LEASE_EXPIRED" }),
+  const { nc, prefix, log } = deps;
+  const turns = new Map<string, Actor<typeof turnMachine>>();
+  const machine = turnMachine.provide({
+    actions: {
+      publishOffer: ({ context: c }) =>
+        nc.publish(
+          agentSubject(prefix, "offer"),
+          encodeJson({ turnId: c.turnId, sessionId: c.sessionId, kind: c.kind }),
+        ),
+      publishCancel: ({ context: c }) =>
+        nc.publish(turnCancelSubject(prefix, c.turnId), encodeJson({ reason: "revoked" })),
+      leaseLost: ({ context: c }) => {
+        log.warn("turn.lease_lost", { turnId: c.turnId, workerId: c.workerId });
+        // Reported after this transition completes, so the session sees a finished turn actor.
+        queueMicrotask(() =>
+          deps.onLeaseLost({
+            turnId: c.turnId,
+            sessionId: c.sessionId,
+            kind: c.kind,
+            token: c.token ?? "",
+            workerId: c.workerId ?? "",
+          }),
         );
-        deps.onLeaseLost(lease);
-      }
-    }
-  }, deps.offerIntervalMs);
-  timer.unref();
+      },
+    },
+    delays: { offerInterval: deps.offerIntervalMs, lease: deps.leaseMs },
+  });
+
+  const live = (turnId: string) => {
+    const a = turns.get(turnId);
+    return a && a.getSnapshot().status === "active" ? a : undefined;
+  };
+
+  function spawn(o: Offer): void {
+    turns.get(o.turnId)?.stop();
+    const actor = createActor(machine, { input: o, clock: deps.clock });
+    actor.subscribe({
+      complete: () => {
+        if (turns.get(o.turnId) === actor) turns.delete(o.turnId);
+      },
+      error: (err) => log.error("turn.actor_failed", { turnId: o.turnId, ...errorFields(err) }),
+    });
+    turns.set(o.turnId, actor);
+    actor.start();
+  }
 
   return {
     offer(o: Offer): void {
-      offers.set(o.turnId, o);
-      publishOffer(o);
+      const a = live(o.turnId);
+      if (!a) return spawn(o);
+      a.send(a.getSnapshot().matches("claiming") ? { type: "RESTORE" } : { type: "REOFFER" });
     },
     /** Re-publishes every waiting offer (a worker said hello). */
     reoffer(): void {
-      for (const o of offers.values()) publishOffer(o);
+      for (const a of turns.values()) if (a.getSnapshot().matches("offered")) a.send({ type: "REOFFER" });
     },
     /** Takes a waiting offer for a claim; a second claim of the same turn gets null. */
     take(turnId: string): Offer | null {
-      const o = offers.get(turnId);
-      if (!o) return null;
-      offers.delete(turnId);
-      return o;
+      const a = live(turnId);
+      if (!a?.getSnapshot().matches("offered")) return null;
+      a.send({ type: "TAKE" });
+      const { sessionId, kind } = a.getSnapshot().context;
+      return { turnId, sessionId, kind };
     },
     restore(o: Offer): void {
-      offers.set(o.turnId, o);
-    },
-    /** Whether the turn is offered or leased right now; false means no worker will ever run it. */
-    has(turnId: string): boolean {
-      return offers.has(turnId) || leases.has(turnId);
+      live(o.turnId)?.send({ type: "RESTORE" });
     },
     grant(o: Offer, workerId: string): Lease {
-      const lease: Lease = {
-        ...o,
-        workerId,
-        token: `tok_${randomBytes(24).toString("base64url")}`,
-        lastBeat: deps.clock.now(),
-      };
-      leases.set(o.turnId, lease);
-      return lease;
+      const token = `tok_${randomBytes(24).toString("base64url")}`;
+      const a = live(o.turnId);
+      if (a) a.send({ type: "GRANT", workerId, token });
+      else {
+        // The turn was offered by an earlier actor of this session: lease it directly.
+        spawn(o);
+        turns.get(o.turnId)!.send({ type: "TAKE" });
+        turns.get(o.turnId)!.send({ type: "GRANT", workerId, token });
+      }
+      return { ...o, workerId, token };
     },
     /** The live lease whose token matches, or null (missing, revoked or foreign token). */
     check(turnId: unknown, token: unknown): Lease | null {
       if (typeof turnId !== "string" || typeof token !== "string") return null;
-      const lease = leases.get(turnId);
-      if (!lease) return null;
-      const a = Buffer.from(lease.token);
+      const snap = live(turnId)?.getSnapshot();
+      if (!snap?.matches("leased") || !snap.context.token) return null;
+      const a = Buffer.from(snap.context.token);
       const b = Buffer.from(token);
-      return a.length === b.length && timingSafeEqual(a, b) ? lease : null;
+      if (a.length !== b.length || !timingSafeEqual(a, b)) return null;
+      const c = snap.context;
+      return { turnId, sessionId: c.sessionId, kind: c.kind, token, workerId: c.workerId ?? "" };
     },
     beat(lease: Lease): void {
-      lease.lastBeat = deps.clock.now();
+      live(lease.turnId)?.send({ type: "BEAT" });
     },
-    /** Ends a turn's token and any waiting offer; tells the worker to stop. */
+    /** Ends a turn's token and any waiting offer; tells a leased worker to stop. */
     revoke(turnId: string | null): void {
-      if (!turnId) return;
-      offers.delete(turnId);
-      if (leases.delete(turnId))
-        deps.nc.publish(turnCancelSubject(deps.prefix, turnId), encodeJson({ reason: "revoked" }));
+      if (turnId) live(turnId)?.send({ type: "REVOKE" });
     },
     /** Revokes the token without a cancel notice: the run parked normally (ExitPlanMode). */
     park(turnId: string | null): void {
-      if (turnId) leases.delete(turnId);
+      if (turnId) live(turnId)?.send({ type: "PARK" });
     },
     stop(): void {
-      clearInterval(timer);
+      for (const a of turns.values()) a.stop();
+      turns.clear();
     },
+    /** Whether the turn is still offered, being claimed or leased here. */
+    has(turnId: string): boolean {
+      return live(turnId) !== undefined;
+    },
+    size: () => turns.size,
   };
 }
 
