@@ -16,7 +16,7 @@ import {
   EmptyParams,
 } from "../protocol/schemas.ts";
 import { type ClientMethod, PROTOCOL_VERSION } from "../protocol/subjects.ts";
-import type { Db } from "./db.ts";
+import { type Db, withTransaction } from "./db.ts";
 import { readPlanArtifact, sha256Hex } from "./plan-artifact.ts";
 import type { PlanStore } from "./plan-store.ts";
 import type { SessionSupervisor } from "./session-supervisor.ts";
@@ -31,6 +31,8 @@ export function createClientApi(deps: {
   supervisor: SessionSupervisor;
   hostId: string;
   devMode: boolean;
+  /** PI_TEST_BREAK_GUARD (test hooks only): "prompt-while-parked" skips the session's guards. */
+  testBreakGuard?: string | undefined;
 }): Record<ClientMethod, ClientHandler> {
   const { db, sessions, plans, supervisor } = deps;
 
@@ -105,6 +107,13 @@ export function createClientApi(deps: {
           p.idempotencyKey,
         ]);
         if (r.rows[0]) return { turnId: r.rows[0].id };
+      }
+      if (deps.testBreakGuard === "prompt-while-parked") {
+        // Deliberately broken for the model-based test: no machine guard, no busy check.
+        const turnId = await withTransaction(db, (tx) =>
+          sessions.insertTurn(tx, { sessionId: p.sessionId, kind: "prompt", text: p.text }),
+        );
+        return { turnId };
       }
       return supervisor.request(p.sessionId, (reply) => ({ type: "PROMPT", params: p, reply }));
     },

@@ -70,10 +70,6 @@ interface Entry {
 /** The event that makes the provided `injectFault` action throw (test hooks only). */
 const FAULT = { type: "FAULT" } as unknown as SessionEvent;
 
-/** One I/O step of the machine, as a promise actor. */
-const step = (fn: (input: StepInput) => Promise<StepOutput>) =>
-  fromPromise<StepOutput, StepInput>(({ input }) => fn(input));
-
 function req<T extends SessionEvent["type"]>(input: StepInput, type: T): Extract<SessionEvent, { type: T }> {
   if (input.request?.type !== type) throw new Error(`expected ${type}`);
   return input.request as Extract<SessionEvent, { type: T }>;
@@ -132,6 +128,7 @@ export function createSessionSupervisor(deps: SupervisorDeps) {
           pendingProposalId: pending?.id ?? null,
           pendingDeadlineMs: pending ? new Date(pending.deadline).getTime() : null,
           queuedExecutionTurnId: queued ?? null,
+          leased: turn ? dispatcher.isLeased(turn.id) : false,
         };
       }),
 
@@ -637,7 +634,8 @@ export function createSessionSupervisor(deps: SupervisorDeps) {
   const sweeper = setInterval(
     () => {
       try {
-        passivateIdle();
+        const n = passivateIdle();
+        if (n > 0) log.info("session.passivated", { count: n, active: actors.size });
       } catch (bug) {
         log.error("session.supervisor_bug", errorFields(bug));
       }

@@ -12,6 +12,7 @@ export const ErrorCode = {
   WORKSPACE_NOT_ALLOWED: "WORKSPACE_NOT_ALLOWED",
   AGENT_BUSY: "AGENT_BUSY",
   HOST_OVERLOADED: "HOST_OVERLOADED",
+  SESSION_DEGRADED: "SESSION_DEGRADED",
   TEST_HOOKS_DISABLED: "TEST_HOOKS_DISABLED",
   TURN_TOKEN_INVALID: "TURN_TOKEN_INVALID",
   TURN_NOT_CLAIMABLE: "TURN_NOT_CLAIMABLE",
@@ -82,6 +83,11 @@ export const errorCodeInfo: Record<ErrorCode, ErrorCodeInfo> = {
     message: "The session has a running turn, a pending approval or a queued/running execution.",
   },
   HOST_OVERLOADED: { retriable: true, message: "The host is at its concurrency limit; retry later." },
+  SESSION_DEGRADED: {
+    retriable: false,
+    message:
+      "The session's actor failed more often than the restart bound allows; the session refuses requests until the host restarts.",
+  },
   TEST_HOOKS_DISABLED: { retriable: false, message: "Test hooks are only served with PI_TEST_HOOKS=1." },
   TURN_TOKEN_INVALID: {
     retriable: false,

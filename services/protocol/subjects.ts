@@ -59,6 +59,7 @@ export const SUBJECT_TOKEN = /^[A-Za-z0-9_-]{1,64}$/;
 
 export const CLIENT_METHODS = [
   "host.hello",
+  "host.status",
   "projects.create",
   "session.create",
   "session.get",
