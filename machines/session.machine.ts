@@ -22,6 +22,8 @@ export interface SessionFacts {
   pendingProposalId: string | null;
   pendingDeadlineMs: number | null;
   queuedExecutionTurnId: string | null;
+  /** A worker still holds the running turn's lease (the actor was restarted mid-turn). */
+  leased?: boolean;
 }
 
 export type SessionEvent =
@@ -177,6 +179,7 @@ export const sessionMachine = setup({
             proposalId: event.output.pendingProposalId,
             deadlineMs: event.output.pendingDeadlineMs,
             queued: event.output.queuedExecutionTurnId !== null,
+            leased: event.output.leased === true,
           })),
         },
       },

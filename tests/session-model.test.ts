@@ -20,7 +20,6 @@ import {
   enumerateEdges,
   type ModelEdge,
   type ModelEvent,
-  type ModelSnapshot,
   type Recorded,
   runModel,
 } from "./support/session-model.ts";
@@ -71,7 +70,7 @@ function shortestPaths(edges: ModelEdge[], initial: string): Map<string, ModelEd
 
 const stateName = (serialized: string) => JSON.parse(serialized.split("|")[0]!) as string;
 
-export function createReplayer(stack: Stack, report: (line: string) => void) {
+function createReplayer(stack: Stack) {
   const alice = stack.rpc("alice");
   const hook = async (name: string, body: unknown = {}) =>
     unwrapReply(
@@ -414,7 +413,7 @@ describe("session machine, model-based, against the real host", () => {
     // its own done event, so requests in `loading` are not host transitions.
     const relevant = edges.filter((e) => !(stateName(e.from) === "loading" && e.selfLoop));
     const paths = shortestPaths(relevant, initial);
-    const replayer = createReplayer(stack, () => {});
+    const replayer = createReplayer(stack);
     const driven = new Map<string, string>();
     const mismatches: string[] = [];
     const key = (e: ModelEdge) => `${e.from} --${e.event.label}--> ${e.to}`;
@@ -447,8 +446,6 @@ describe("session machine, model-based, against the real host", () => {
   }, 240_000);
 });
 
-export type { ModelSnapshot };
-
 describe("a deliberately broken host guard", () => {
   let broken: Stack;
   beforeAll(async () => {
@@ -470,7 +467,7 @@ describe("a deliberately broken host guard", () => {
     const parked = [...paths.keys()].find((s) => s.startsWith('"parked"|plan|prompt'))!;
     const probe = edges.find((e) => e.from === parked && e.event.label === "PROMPT")!;
     expect(probe.selfLoop).toBe(true);
-    const r = await createReplayer(broken, () => {}).replay(paths.get(parked)!, [probe]);
+    const r = await createReplayer(broken).replay(paths.get(parked)!, [probe]);
     expect(r.mismatches.join("\n")).toMatch(
       /PROMPT \(probe\): host .*model \{"kind":"fail","code":"AGENT_BUSY"\}/,
     );

@@ -17,6 +17,7 @@ export async function ensureEventStream(
   nc: NatsConnection,
   prefix: string,
   streamName: string,
+  maxBytes: number,
 ): Promise<void> {
   const jsm = await jetstreamManager(nc);
   const config = {
@@ -24,7 +25,7 @@ export async function ensureEventStream(
     subjects: [eventWildcard(prefix)],
     max_age: 7 * 24 * 3600 * 1_000_000_000,
     max_msgs: 1_000_000,
-    max_bytes: 1024 * 1024 * 1024,
+    max_bytes: maxBytes,
   };
   try {
     await jsm.streams.info(streamName);

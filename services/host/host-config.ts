@@ -12,9 +12,13 @@ export interface HostConfig {
   devMode: boolean;
   prefix: string;
   streamName: string;
+  /** Bound of the event stream; JetStream reserves it from the server's storage. */
+  streamMaxBytes: number;
   dataDir: string;
   workspaceRoots: string[];
   testHooks: boolean;
+  /** Test hooks only: deliberately break one host guard, to prove the model-based test notices. */
+  testBreakGuard: string | undefined;
   hostId: string;
   leaseMs: number;
   heartbeatMs: number;
@@ -47,9 +51,11 @@ export function readHostConfig(env: NodeJS.ProcessEnv = process.env): HostConfig
     devMode,
     prefix,
     streamName: env.PI_STREAM || `${prefix.toUpperCase().replace(/-/g, "_")}_EVENTS`,
+    streamMaxBytes: positiveIntEnv(env, "PI_STREAM_MAX_BYTES", 1024 * 1024 * 1024),
     dataDir,
     workspaceRoots: roots,
     testHooks: env.PI_TEST_HOOKS === "1",
+    testBreakGuard: env.PI_TEST_HOOKS === "1" ? env.PI_TEST_BREAK_GUARD || undefined : undefined,
     hostId:
       env.PI_HOST_ID ||
       `host-${os

@@ -60,7 +60,7 @@ async function main(): Promise<void> {
     log,
     info: { pid: process.pid, version: pkg.version },
   });
-  await ensureEventStream(nc, config.prefix, config.streamName);
+  await ensureEventStream(nc, config.prefix, config.streamName, config.streamMaxBytes);
 
   const sessions = createSessionStore({ db, clock, workspaceRoots: config.workspaceRoots });
   const plans = createPlanStore({ db, clock, sessions, approvalTimeoutMs: config.approvalTimeoutMs });
@@ -112,6 +112,7 @@ async function main(): Promise<void> {
       supervisor,
       hostId: config.hostId,
       devMode: config.devMode,
+      testBreakGuard: config.testBreakGuard,
     }),
     agent: createAgentApi({ db, clock, sessions, supervisor, dispatcher, events }),
     test: faults

@@ -81,7 +81,10 @@ export function createTurnDispatcher(deps: {
   return {
     offer(o: Offer): void {
       const a = live(o.turnId);
-      if (!a) return spawn(o);
+      if (!a) {
+        spawn(o);
+        return;
+      }
       a.send(a.getSnapshot().matches("claiming") ? { type: "RESTORE" } : { type: "REOFFER" });
     },
     /** Re-publishes every waiting offer (a worker said hello). */
@@ -136,6 +139,10 @@ export function createTurnDispatcher(deps: {
     stop(): void {
       for (const a of turns.values()) a.stop();
       turns.clear();
+    },
+    /** Whether a worker holds the turn's lease now. */
+    isLeased(turnId: string): boolean {
+      return live(turnId)?.getSnapshot().matches("leased") === true;
     },
     /** Whether the turn is still offered, being claimed or leased here. */
     has(turnId: string): boolean {

@@ -146,6 +146,8 @@ export function hostEnv(s: StackEnv): Record<string, string> {
     PI_DATA_DIR: s.dataDir,
     PI_WORKSPACE_ROOTS: s.workspaceRoots.join(":"),
     PI_TEST_HOOKS: "1",
+    // Every test stack has its own stream on the shared NATS: keep its reservation small.
+    PI_STREAM_MAX_BYTES: String(8 * 1024 * 1024),
     ...s.extra,
   };
 }
