@@ -146,7 +146,15 @@ export const sessionMachine = setup({
     CONFIGURE: { actions: ({ event }) => event.reply.fail(CONFIG_BLOCKED) },
     ABORT: { actions: ({ event }) => event.reply.fail(BUSY, "the session is changing state; retry") },
     RESOLVE: { actions: { type: "answerResolveFromRows", params: ({ event }) => ({ event }) } },
-    CLAIM: { actions: ({ event }) => event.reply.fail("TURN_NOT_CLAIMABLE") },
+    // An approved execution that is no longer queued (claimed, ended, fenced) cannot be claimed again.
+    CLAIM: {
+      actions: ({ context, event }) =>
+        event.reply.fail(
+          event.turnId === context.turnId && context.turnKind === "execution" && !context.queued
+            ? "PLAN_EXECUTION_STALE"
+            : "TURN_NOT_CLAIMABLE",
+        ),
+    },
     // The host's tool policy answers a leased worker by mode before any state is asked; a call
     // without the live lease is refused by its token.
     ENTER_PLAN: {

@@ -122,6 +122,7 @@ function createReplayer(stack: Stack) {
     ctx: PathCtx,
     e: ModelEvent,
     next: ModelEvent | undefined,
+    modelHasTurn = true,
   ): Promise<{ driver: string; out: Promise<Outcome> }> {
     const followed = next?.label ?? "";
     switch (e.type) {
@@ -207,7 +208,11 @@ function createReplayer(stack: Stack) {
           driver,
           out: outcome(
             stack.agent
-              .call<TurnAssignment>("claim", { turnId: ctx.turnId ?? "turn_none", workerId: "model" })
+              // With no turn in the model's state the claim names no turn either.
+              .call<TurnAssignment>("claim", {
+                turnId: (modelHasTurn && ctx.turnId) || "turn_none",
+                workerId: "model",
+              })
               .then((a) => {
                 ctx.token = a.token;
                 return a;
@@ -337,7 +342,7 @@ function createReplayer(stack: Stack) {
         await hook("faults.fail", { step: nextLabel.slice("error:".length) });
       const isLastMove = i === path.length - 1;
       if (step && isLastMove) await hook("faults.hold", { step });
-      const { driver, out } = await drive(ctx, e, nextEdge?.event);
+      const { driver, out } = await drive(ctx, e, nextEdge?.event, !edge.from.includes("|-|"));
       if (step && isLastMove) {
         await hook("faults.held", { step });
         held = { step, out, index: i };
@@ -370,7 +375,7 @@ function createReplayer(stack: Stack) {
     // Probes: events the final state answers without changing state.
     for (let j = 0; j < probes.length; j++) {
       const probe = probes[j]!;
-      const { driver, out } = await drive(ctx, probe.event, undefined);
+      const { driver, out } = await drive(ctx, probe.event, undefined, !probe.from.includes("|-|"));
       const got = await out;
       const model = predicted[path.length + j]!.reply;
       if (!same(model, got))

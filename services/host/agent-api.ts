@@ -69,7 +69,16 @@ export function createAgentApi(deps: {
     claim: async (params) => {
       const p = decodeParams(ClaimParams, params);
       const offer = dispatcher.take(p.turnId);
-      if (!offer) throw new AppError("TURN_NOT_CLAIMABLE");
+      if (!offer) {
+        // An execution that was already claimed, ended or fenced says so with its own code.
+        const exec = await db.query(
+          "SELECT execution_state FROM plan_approvals WHERE execution_turn_id = $1",
+          [p.turnId],
+        );
+        if (exec.rows[0] && exec.rows[0].execution_state !== "queued")
+          throw new AppError("PLAN_EXECUTION_STALE");
+        throw new AppError("TURN_NOT_CLAIMABLE");
+      }
       try {
         return await supervisor.request(offer.sessionId, (reply) => ({
           type: "CLAIM",

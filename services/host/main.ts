@@ -16,6 +16,7 @@ import { createEventPublisher, ensureEventStream } from "./event-publisher.ts";
 import { readHostConfig } from "./host-config.ts";
 import { startHostBus } from "./host-bus.ts";
 import { migrateUp } from "./migrate.ts";
+import { reportOrphanArtifacts } from "./orphan-artifacts.ts";
 import { createPlanStore } from "./plan-store.ts";
 import { createSessionSupervisor } from "./session-supervisor.ts";
 import { createSessionStore } from "./session-store.ts";
@@ -60,10 +61,11 @@ async function main(): Promise<void> {
     log,
     info: { pid: process.pid, version: pkg.version },
   });
+  await reportOrphanArtifacts({ db, log });
   await ensureEventStream(nc, config.prefix, config.streamName, config.streamMaxBytes);
 
   const sessions = createSessionStore({ db, clock, workspaceRoots: config.workspaceRoots });
-  const plans = createPlanStore({ db, clock, sessions, approvalTimeoutMs: config.approvalTimeoutMs });
+
   const events = createEventPublisher({ nc, prefix: config.prefix, clock });
   let supervisorRef: ReturnType<typeof createSessionSupervisor> | null = null;
   const dispatcher = createTurnDispatcher({
@@ -82,6 +84,13 @@ async function main(): Promise<void> {
       }),
   });
   const faults = config.testHooks ? createFaultInjector() : undefined;
+  const plans = createPlanStore({
+    db,
+    clock,
+    sessions,
+    approvalTimeoutMs: config.approvalTimeoutMs,
+    ...(faults ? { faults } : {}),
+  });
   const supervisor = createSessionSupervisor({
     ...(faults ? { faults } : {}),
     db,

@@ -73,6 +73,8 @@ export async function writePlanArtifact(opts: {
   title: string;
   markdown: string;
   now: Date;
+  /** Test hooks only: runs after the file is created and before its bytes are written. */
+  beforeWrite?: () => Promise<void>;
 }): Promise<WrittenArtifact> {
   const bytes = Buffer.from(opts.markdown, "utf8");
   if (bytes.byteLength > MAX_PLAN_BYTES) {
@@ -107,6 +109,7 @@ export async function writePlanArtifact(opts: {
     }
     const remove = () => fs.rm(absolutePath, { force: true });
     try {
+      await opts.beforeWrite?.();
       await handle.writeFile(bytes);
       await handle.sync();
     } catch (err) {

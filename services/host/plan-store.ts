@@ -10,6 +10,7 @@ import {
 import { appendAudit } from "./audit-log.ts";
 import type { Clock } from "./clock.ts";
 import { type Db, type Tx, withTransaction } from "./db.ts";
+import type { FaultInjector } from "./fault-injector.ts";
 import { newId } from "./ids.ts";
 import { readPlanArtifact, sha256Hex, writePlanArtifact } from "./plan-artifact.ts";
 import { canAccess, type SessionStore } from "./session-store.ts";
@@ -78,6 +79,8 @@ export function createPlanStore(deps: {
   clock: Clock;
   sessions: SessionStore;
   approvalTimeoutMs: number;
+  /** Test hooks only: the artifact write ("artifactWrite") and the row insert ("planRow") can fail. */
+  faults?: FaultInjector;
 }) {
   const { db, clock, sessions } = deps;
 
@@ -205,12 +208,14 @@ export function createPlanStore(deps: {
         title,
         markdown,
         now,
+        ...(deps.faults ? { beforeWrite: () => deps.faults!.enter("artifactWrite") } : {}),
       });
       const id = newId("plan");
       try {
         const row = await withTransaction(db, async (tx) => {
           const s = await sessions.getRow(tx, p.sessionId, true);
           if (s.mode !== "plan") throw new AppError("PLAN_NOT_ACTIVE");
+          await deps.faults?.enter("planRow");
           const r = await tx.query(
             `INSERT INTO plan_approvals (id, request_id, session_id, turn_id, tool_call_id, title, question, markdown,
                artifact_path, artifact_sha256, artifact_size, status, created_at, deadline, version)

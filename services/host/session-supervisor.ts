@@ -169,6 +169,7 @@ export function createSessionSupervisor(deps: SupervisorDeps) {
           mode?: string;
           permissionMode?: string;
           model?: { provider: string; model: string };
+          approvers?: string[];
         };
         const before = await sessions.getRow(db, p.sessionId);
         const changes: Record<string, unknown> = {};
@@ -179,6 +180,11 @@ export function createSessionSupervisor(deps: SupervisorDeps) {
           changes.provider = p.model.provider;
           changes.model = p.model.model;
           changes.model_config = JSON.stringify(p.model);
+        }
+        if (p.approvers !== undefined) {
+          const approvers = [...new Set(p.approvers)].sort();
+          if (JSON.stringify(approvers) !== JSON.stringify([...before.approvers].sort()))
+            changes.approvers = approvers;
         }
         if (Object.keys(changes).length === 0) {
           return { mode: before.mode, result: await sessions.view(db, before) };
@@ -206,6 +212,13 @@ export function createSessionSupervisor(deps: SupervisorDeps) {
             details: { ...changes, model_config: undefined },
           });
         });
+        if (changes.approvers) {
+          audiences.set(p.sessionId, {
+            sessionId: p.sessionId,
+            owner: before.owner,
+            approvers: changes.approvers as string[],
+          });
+        }
         const view = await publishSession(p.sessionId);
         if (changes.mode)
           events.publish(audience(p.sessionId), "plan.changed", { state: view.planningState });

@@ -92,6 +92,7 @@ export const SessionConfigureParams = Type.Object(
     mode: Type.Optional(OperatingMode),
     permissionMode: Type.Optional(PermissionMode),
     model: Type.Optional(ModelConfig),
+    approvers: Type.Optional(Type.Array(Principal, { maxItems: 32 })),
   },
   { additionalProperties: false },
 );
