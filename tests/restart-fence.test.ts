@@ -66,6 +66,15 @@ describe("startup fence", () => {
     const fence = await host.waitForEvent("host.fence");
     expect(fence).toMatchObject({ approvalsInterrupted: 1, turnsAborted: 1, incarnation: 2 });
 
+    // Owners and approvers hear about fenced work on the bus, with the interrupted row.
+    const fenced = (await events.waitFor(
+      (e) => e.type === "plan.changed" && (e as SessionEvent<"plan.changed">).action === "interrupted",
+    )) as SessionEvent<"plan.changed">;
+    expect(fenced.proposal).toMatchObject({
+      proposalId: proposal.proposalId,
+      status: "interrupted",
+      errorCode: "PLAN_APPROVAL_INTERRUPTED",
+    });
     const row = (
       await stack.db.pool.query("SELECT status, error_code FROM plan_approvals WHERE id = $1", [
         proposal.proposalId,

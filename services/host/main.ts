@@ -18,8 +18,12 @@ import { startHostBus } from "./host-bus.ts";
 import { migrateUp } from "./migrate.ts";
 import { reportOrphanArtifacts } from "./orphan-artifacts.ts";
 import { createPlanStore } from "./plan-store.ts";
+import { createScheduleStore } from "./schedule-store.ts";
+import { createScheduler } from "./scheduler.ts";
+import { createSchedulingApi } from "./scheduling-api.ts";
 import { createSessionSupervisor } from "./session-supervisor.ts";
 import { createSessionStore } from "./session-store.ts";
+import { createSettingsStore } from "./settings-store.ts";
 import { runStartupFence } from "./startup-fence.ts";
 import { createTestHooks } from "./test-hooks.ts";
 import { createTurnDispatcher } from "./turn-dispatcher.ts";
@@ -54,7 +58,7 @@ async function main(): Promise<void> {
   });
 
   // The fence runs before the first subscription: nothing is answered for fenced work.
-  await runStartupFence({
+  const fence = await runStartupFence({
     db,
     clock,
     hostId: config.hostId,
@@ -91,6 +95,21 @@ async function main(): Promise<void> {
     approvalTimeoutMs: config.approvalTimeoutMs,
     ...(faults ? { faults } : {}),
   });
+  // Tell the owners and approvers of fenced work, on the bus, before serving anything.
+  for (const proposalId of fence.fencedProposalIds) {
+    const p = await plans.get(proposalId);
+    const { workspaceRoot: _w, owner, approvers, ...proposal } = p;
+    const mode = (await sessions.getRow(db, p.sessionId)).mode;
+    events.publish({ sessionId: p.sessionId, owner, approvers }, "plan.changed", {
+      state: mode === "plan" ? "planning" : "inactive",
+      action: "interrupted",
+      proposal,
+      status: p.status,
+      ...(p.executionId && p.executionState
+        ? { execution: { executionId: p.executionId, state: p.executionState } }
+        : {}),
+    });
+  }
   const supervisor = createSessionSupervisor({
     ...(faults ? { faults } : {}),
     db,
@@ -107,6 +126,18 @@ async function main(): Promise<void> {
     passivateAfterMs: config.passivateAfterMs,
   });
   supervisorRef = supervisor;
+  // Scheduled tasks and app settings (DESIGN §5 "Scheduled or unattended", §8).
+  const schedules = createScheduleStore({ db, clock });
+  const scheduler = createScheduler({
+    clock,
+    store: schedules,
+    sessions,
+    supervisor,
+    hostId: config.hostId,
+    log,
+    graceMs: config.scheduleGraceMs,
+    pollMs: config.schedulePollMs,
+  });
 
   const service = await startHostBus({
     nc,
@@ -114,15 +145,24 @@ async function main(): Promise<void> {
     hostId: config.hostId,
     version: pkg.version,
     log,
-    client: createClientApi({
-      db,
-      sessions,
-      plans,
-      supervisor,
-      hostId: config.hostId,
-      devMode: config.devMode,
-      testBreakGuard: config.testBreakGuard,
-    }),
+    client: {
+      ...createClientApi({
+        db,
+        sessions,
+        plans,
+        supervisor,
+        hostId: config.hostId,
+        devMode: config.devMode,
+        testBreakGuard: config.testBreakGuard,
+      }),
+      ...createSchedulingApi({
+        settings: createSettingsStore({ db, clock }),
+        store: schedules,
+        scheduler,
+        devMode: config.devMode,
+        settingsAdmins: config.settingsAdmins,
+      }),
+    },
     agent: createAgentApi({ db, clock, sessions, supervisor, dispatcher, events }),
     test: faults
       ? createTestHooks({
@@ -143,6 +183,7 @@ async function main(): Promise<void> {
     onWorkerHello: () => dispatcher.reoffer(),
   });
 
+  await scheduler.start();
   await nc.flush();
   log.info("host.ready", {
     hostId: config.hostId,
@@ -156,6 +197,7 @@ async function main(): Promise<void> {
     if (stopping) return;
     stopping = true;
     log.info("host.stopping", { signal });
+    scheduler.stop();
     dispatcher.stop();
     await service.stop().catch(() => {});
     supervisor.stopAll();

@@ -13,6 +13,8 @@ export interface FenceReport {
   executionsInterrupted: number;
   turnsAborted: number;
   permissionsDenied: number;
+  /** The plan rows the fence changed, so their sessions can be told once the bus is up. */
+  fencedProposalIds: string[];
 }
 
 export async function runStartupFence(deps: {
@@ -81,8 +83,12 @@ export async function runStartupFence(deps: {
       executionsInterrupted: executions.rowCount ?? 0,
       turnsAborted: turns.rowCount ?? 0,
       permissionsDenied: permissions.rowCount ?? 0,
+      fencedProposalIds: [
+        ...new Set([...approvals.rows, ...executions.rows].map((r: { id: string }) => r.id)),
+      ],
     };
   });
-  log.info("host.fence", { ...report });
+  const { fencedProposalIds, ...counts } = report;
+  log.info("host.fence", { ...counts, proposals: fencedProposalIds.length });
   return report;
 }
