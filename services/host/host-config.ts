@@ -29,6 +29,12 @@ export interface HostConfig {
   actorRestartWindowMs: number;
   /** An idle session actor without requests for this long is stopped; rows stay the truth. */
   passivateAfterMs: number;
+  /** A scheduled occurrence more than this far in the past is recorded missed, not run late. */
+  scheduleGraceMs: number;
+  /** Longest wait of the scheduler between two looks at the task table. */
+  schedulePollMs: number;
+  /** Production: principals that may change the app settings (`settings.set`); dev mode: anyone. */
+  settingsAdmins: string[];
 }
 
 export { DEFAULT_NATS_URL };
@@ -69,5 +75,11 @@ export function readHostConfig(env: NodeJS.ProcessEnv = process.env): HostConfig
     actorMaxRestarts: positiveIntEnv(env, "PI_ACTOR_MAX_RESTARTS", 3),
     actorRestartWindowMs: positiveIntEnv(env, "PI_ACTOR_RESTART_WINDOW_MS", 60_000),
     passivateAfterMs: positiveIntEnv(env, "PI_PASSIVATE_AFTER_MS", 60_000),
+    scheduleGraceMs: positiveIntEnv(env, "PI_SCHEDULE_GRACE_MS", 60_000),
+    schedulePollMs: positiveIntEnv(env, "PI_SCHEDULE_POLL_MS", 5_000),
+    settingsAdmins: (env.PI_SETTINGS_ADMINS || "")
+      .split(",")
+      .map((s) => s.trim())
+      .filter(Boolean),
   };
 }

@@ -57,6 +57,8 @@ export const ErrorCode = {
   PLAN_CONFIGURATION_BLOCKED: "PLAN_CONFIGURATION_BLOCKED",
   HOST_RESTARTED: "HOST_RESTARTED",
   PERMISSION_INTERRUPTED: "PERMISSION_INTERRUPTED",
+  PLAN_REQUIRES_INTERACTIVE_SESSION: "PLAN_REQUIRES_INTERACTIVE_SESSION",
+  SCHEDULED_TASK_NOT_FOUND: "SCHEDULED_TASK_NOT_FOUND",
 } as const;
 
 export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];
@@ -186,6 +188,12 @@ export const errorCodeInfo: Record<ErrorCode, ErrorCodeInfo> = {
     retriable: false,
     message: "Recorded on permission prompts the startup fence denied.",
   },
+  PLAN_REQUIRES_INTERACTIVE_SESSION: {
+    retriable: false,
+    message:
+      "A scheduled or unattended run of a Plan task is refused before anything is created; switch the task to Agent.",
+  },
+  SCHEDULED_TASK_NOT_FOUND: { retriable: false, message: "No scheduled task with that id." },
 };
 
 export function isErrorCode(value: unknown): value is ErrorCode {

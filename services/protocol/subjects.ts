@@ -57,6 +57,19 @@ export function testSubject(prefix: string, name: string): string {
 /** Principals and ids become subject tokens: only these characters are accepted. */
 export const SUBJECT_TOKEN = /^[A-Za-z0-9_-]{1,64}$/;
 
+/** Settings and scheduled-task methods, served by services/host/scheduling-api.ts. */
+export const SCHEDULING_METHODS = [
+  "settings.get",
+  "settings.set",
+  "scheduled.create",
+  "scheduled.list",
+  "scheduled.update",
+  "scheduled.delete",
+  "scheduled.run",
+  "scheduled.runs",
+] as const;
+export type SchedulingMethod = (typeof SCHEDULING_METHODS)[number];
+
 export const CLIENT_METHODS = [
   "host.hello",
   "host.status",
@@ -71,8 +84,10 @@ export const CLIENT_METHODS = [
   "plans.get",
   "plans.resolve",
   "artifacts.read",
+  ...SCHEDULING_METHODS,
 ] as const;
-export type ClientMethod = (typeof CLIENT_METHODS)[number];
+/** Methods served by services/host/client-api.ts (every client method but the scheduling ones). */
+export type ClientMethod = Exclude<(typeof CLIENT_METHODS)[number], SchedulingMethod>;
 
 export const AGENT_METHODS = [
   "claim",
