@@ -301,6 +301,37 @@ describe("scheduled tasks", () => {
     await alice.call("scheduled.delete", { taskId: task.id });
   });
 
+  it("an unattended Agent run cannot enter Plan: EnterPlanMode is PLAN_REQUIRES_INTERACTIVE_SESSION", async () => {
+    const alice = stack.rpc("alice");
+    const { ws, projectId } = await newProject("no-plan-unattended");
+    const task = await alice.call<ScheduledTaskView>("scheduled.create", {
+      name: "tries to plan",
+      cron: "0 0 1 1 *",
+      timezone: "UTC",
+      projectId,
+      prompt: "plan something",
+      model: {
+        provider: "scripted",
+        model: "script",
+        script: [{ toolCalls: [{ name: "EnterPlanMode", args: {} }] }, { text: "gave up planning" }],
+      },
+    });
+    const run = await alice.call<ScheduledRunView>("scheduled.run", { taskId: task.id });
+    await eventually(async () => {
+      const [r] = await runsOf(task.id);
+      return r?.status === "completed" ? r : null;
+    });
+    expect(await rows("SELECT decision, code FROM tool_calls WHERE turn_id = $1", [run.turnId])).toEqual([
+      { decision: "deny", code: "PLAN_REQUIRES_INTERACTIVE_SESSION" },
+    ]);
+    expect(await rows("SELECT mode FROM sessions WHERE id = $1", [run.sessionId])).toEqual([
+      { mode: "agent" },
+    ]);
+    expect(await projectFootprint(projectId)).toMatchObject({ approvals: 0 });
+    expect(existsSync(path.join(ws, ".pi", "plan"))).toBe(false);
+    await alice.call("scheduled.delete", { taskId: task.id });
+  });
+
   it("a due task runs once when the clock passes its occurrence; a due Plan task is refused without a run row", async () => {
     const alice = stack.rpc("alice");
     const { ws, projectId } = await newProject("due");

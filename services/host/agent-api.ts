@@ -177,7 +177,8 @@ export function createAgentApi(deps: {
     const r = await db.query(
       `SELECT s.mode, s.permission_mode, s.owner, s.approvers, p.workspace_root,
               (SELECT value->>'permissionMode' FROM app_settings WHERE key = 'defaults') AS app_permission,
-              (SELECT result FROM tool_calls WHERE turn_id = $2 AND tool_call_id = $3) AS recorded
+              (SELECT result FROM tool_calls WHERE turn_id = $2 AND tool_call_id = $3) AS recorded,
+              EXISTS (SELECT 1 FROM scheduled_runs WHERE session_id = s.id) AS unattended
        FROM sessions s JOIN projects p ON p.id = s.project_id WHERE s.id = $1`,
       [lease.sessionId, p.turnId, p.toolCallId],
     );
@@ -205,7 +206,14 @@ export function createAgentApi(deps: {
 
     let result: ToolExecuteResult;
     let recordDecision: "allow" | "deny" = "allow";
-    if (decision.kind === "deny") {
+    if (decision.kind === "allow" && p.tool === "EnterPlanMode" && s.unattended) {
+      // An unattended (scheduled) run never waits for a person, so it cannot enter Plan.
+      recordDecision = "deny";
+      result = refusal(
+        "PLAN_REQUIRES_INTERACTIVE_SESSION",
+        "a scheduled run cannot enter Plan: nobody is there to approve",
+      );
+    } else if (decision.kind === "deny") {
       recordDecision = "deny";
       result = refusal(
         decision.code,
