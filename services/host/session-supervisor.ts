@@ -241,9 +241,16 @@ export function createSessionSupervisor(deps: SupervisorDeps) {
               const proposal = await db.query("SELECT id FROM plan_approvals WHERE execution_turn_id = $1", [
                 turnId,
               ]);
-              const view = await plans.get(proposal.rows[0].id);
+              const {
+                workspaceRoot: _w,
+                owner: _o,
+                approvers: _a,
+                ...view
+              } = await plans.get(proposal.rows[0].id);
               events.publish(audience(sessionId), "plan.changed", {
                 state: "inactive",
+                action: "interrupted",
+                status: view.status,
                 proposal: view,
                 ...(view.executionId
                   ? { execution: { executionId: view.executionId, state: "interrupted" as const } }

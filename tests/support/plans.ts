@@ -1,0 +1,107 @@
+// Helpers for the plan lifecycle suites (crash points, races, changed plan file): scripted Plan
+// sessions, waiting for a submitted proposal, row reads and the worker's own log lines.
+import path from "node:path";
+import type { SessionEvent } from "../../services/protocol/events.ts";
+import type { ProjectView, ScriptStep, SessionView } from "../../services/protocol/schemas.ts";
+import { type EventCollector, eventually, type Stack } from "./stack.ts";
+
+export const exitPlanStep = (title: string, markdown = `# ${title}\n\n1. Do it.\n`): ScriptStep => ({
+  toolCalls: [{ name: "ExitPlanMode", args: { title, markdown, question: `${title}?` } }],
+});
+
+export const writeStep = (file: string, content = "executed\n"): ScriptStep => ({
+  toolCalls: [{ name: "Write", args: { path: file, content } }],
+});
+
+/** A project on a fresh workspace and a Plan session on it running `script` (scripted model). */
+export async function newPlanSession(
+  stack: Stack,
+  name: string,
+  script: ScriptStep[],
+  approvers: string[] = [],
+): Promise<{ ws: string; session: SessionView }> {
+  const ws = stack.newWorkspace(name);
+  const alice = stack.rpc("alice");
+  const project = await alice.call<ProjectView>("projects.create", {
+    name: path.basename(ws),
+    workspaceRoot: ws,
+  });
+  const session = await alice.call<SessionView>("session.create", {
+    projectId: project.id,
+    mode: "plan",
+    approvers,
+    model: { provider: "scripted", model: "script", script },
+  });
+  return { ws, session };
+}
+
+export const isPlanChanged = (e: SessionEvent): e is SessionEvent<"plan.changed"> =>
+  e.type === "plan.changed";
+
+/** The proposal of the first `plan.changed` awaiting approval. */
+export async function submitted(events: EventCollector) {
+  const e = await events.waitFor((x) => isPlanChanged(x) && x.state === "awaiting_approval");
+  return (e as SessionEvent<"plan.changed">).proposal!;
+}
+
+export function turnEnded(events: EventCollector, turnId: string, timeoutMs = 20_000) {
+  return events.waitFor(
+    (e) => e.type === "turn.ended" && (e as SessionEvent<"turn.ended">).turnId === turnId,
+    timeoutMs,
+  ) as Promise<SessionEvent<"turn.ended">>;
+}
+
+export async function rows<T = Record<string, unknown>>(
+  stack: Stack,
+  sql: string,
+  params: unknown[] = [],
+): Promise<T[]> {
+  return (await stack.db.pool.query(sql, params)).rows as T[];
+}
+
+export async function approvalRow(stack: Stack, proposalId: string) {
+  const [row] = await rows<{
+    status: string;
+    execution_id: string | null;
+    execution_state: string | null;
+    execution_turn_id: string | null;
+    error_code: string | null;
+    version: number;
+  }>(
+    stack,
+    "SELECT status, execution_id, execution_state, execution_turn_id, error_code, version FROM plan_approvals WHERE id = $1",
+    [proposalId],
+  );
+  return row!;
+}
+
+/** The fence (and other) audit rows of a session: action, code and the turn they name. */
+export function auditRows(stack: Stack, sessionId: string, actionLike: string) {
+  return rows<{ action: string; code: string | null; turn_id: string | null }>(
+    stack,
+    "SELECT action, code, turn_id FROM audit_log WHERE session_id = $1 AND action LIKE $2 ORDER BY id",
+    [sessionId, actionLike],
+  );
+}
+
+/** Scripted-model calls of a session (one JSON line per model call, DESIGN §10). */
+export function callsOf(stack: Stack, sessionId: string): Array<{ turnId: string; step: number }> {
+  return stack.callLog().filter((c) => c.sessionId === sessionId) as Array<{ turnId: string; step: number }>;
+}
+
+/** Waits for a JSON log line of the current worker process with this event and turn. */
+export function workerLogged(stack: Stack, events: string[], turnId: string, timeoutMs = 20_000) {
+  return eventually(
+    async () =>
+      stack.worker!.lines.some((l) => {
+        try {
+          const j = JSON.parse(l) as { event?: string; turnId?: string };
+          return j.turnId === turnId && events.includes(j.event ?? "");
+        } catch {
+          return false;
+        }
+      }),
+    timeoutMs,
+    `worker log ${events.join("|")} for ${turnId}`,
+  );
+}
