@@ -3,7 +3,6 @@
 import { existsSync, mkdirSync, readdirSync, symlinkSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { encodeJson, unwrapReply } from "../services/protocol/envelope.ts";
 import type { SessionEvent } from "../services/protocol/events.ts";
 import type {
   ProjectView,
@@ -12,7 +11,6 @@ import type {
   ToolExecuteResult,
   TurnAssignment,
 } from "../services/protocol/schemas.ts";
-import { testSubject } from "../services/protocol/subjects.ts";
 import { createStack, eventually, type Stack } from "./support/stack.ts";
 import { promptAndClaim, refusalCode } from "./support/worker-double.ts";
 
@@ -28,10 +26,7 @@ afterAll(async () => {
   await stack?.close();
 });
 
-const hook = async (name: string, body: unknown) =>
-  unwrapReply<{ now: number }>(
-    (await stack.nc.request(testSubject(stack.env.prefix, name), encodeJson(body))).data,
-  );
+const hook = (name: string, body: unknown = {}) => stack.hook(name, body);
 
 async function planSession(approvers: string[] = []) {
   const ws = stack.newWorkspace(`r-${Math.random().toString(36).slice(2, 10)}`);
@@ -160,16 +155,13 @@ describe("submission (ExitPlanMode)", () => {
   it("a failed write is PLAN_ARTIFACT_WRITE_FAILED with no file and no row; a failed row removes the file", async () => {
     const { ws, session } = await planSession();
     const a = await promptAndClaim(stack, session.id);
-    await stack.nc.request(
-      testSubject(stack.env.prefix, "faults.fail"),
-      encodeJson({ step: "artifactWrite" }),
-    );
+    await hook("faults.fail", { step: "artifactWrite" });
     expect((await exitPlan(a, { title: "Disk", markdown: "# m", question: "q" })).code).toBe(
       "PLAN_ARTIFACT_WRITE_FAILED",
     );
     expect(planFiles(ws)).toEqual([]);
     expect(await rowsOf(session.id)).toEqual([]);
-    await stack.nc.request(testSubject(stack.env.prefix, "faults.fail"), encodeJson({ step: "planRow" }));
+    await hook("faults.fail", { step: "planRow" });
     expect(await refusalCode(exitPlan(a, { title: "Row", markdown: "# m", question: "q" }))).toBe("INTERNAL");
     expect(planFiles(ws)).toEqual([]);
     expect(await rowsOf(session.id)).toEqual([]);

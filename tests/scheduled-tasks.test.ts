@@ -6,14 +6,12 @@ import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createClock } from "../services/host/clock.ts";
 import { createScheduleStore } from "../services/host/schedule-store.ts";
-import { encodeJson, unwrapReply } from "../services/protocol/envelope.ts";
 import type {
   ScheduledRunView,
   ScheduledTaskView,
   SettingsView,
 } from "../services/protocol/scheduling-schemas.ts";
 import type { ProjectView, SessionView } from "../services/protocol/schemas.ts";
-import { testSubject } from "../services/protocol/subjects.ts";
 import { createStack, eventually, type Stack } from "./support/stack.ts";
 import { refusalCode } from "./support/worker-double.ts";
 
@@ -32,10 +30,7 @@ afterAll(async () => {
 const MODEL = { provider: "scripted", model: "script", script: [{ text: "scheduled done" }] };
 const HOUR = 3600_000;
 
-const hook = async (name: string, body: unknown = {}) =>
-  unwrapReply<{ now: number }>(
-    (await stack.nc.request(testSubject(stack.env.prefix, name), encodeJson(body))).data,
-  );
+const hook = (name: string, body: unknown = {}) => stack.hook(name, body);
 
 async function rows<T = Record<string, unknown>>(sql: string, params: unknown[] = []): Promise<T[]> {
   return (await stack.db.pool.query(sql, params)).rows as T[];

@@ -14,8 +14,6 @@ import type {
   ToolExecuteResult,
   TurnAssignment,
 } from "../services/protocol/schemas.ts";
-import { testSubject } from "../services/protocol/subjects.ts";
-import { encodeJson, unwrapReply } from "../services/protocol/envelope.ts";
 import {
   enumerateEdges,
   type ModelEdge,
@@ -72,12 +70,7 @@ const stateName = (serialized: string) => JSON.parse(serialized.split("|")[0]!) 
 
 function createReplayer(stack: Stack) {
   const alice = stack.rpc("alice");
-  const hook = async (name: string, body: unknown = {}) =>
-    unwrapReply(
-      await stack.nc
-        .request(testSubject(stack.env.prefix, name), encodeJson(body), { timeout: 10_000 })
-        .then((m) => m.data),
-    );
+  const hook = (name: string, body: unknown = {}) => stack.hook(name, body);
 
   const outcome = async (p: Promise<unknown>): Promise<Outcome> => {
     try {

@@ -3,9 +3,8 @@
 // turns; repeated past the bound it degrades only that session; an actor's throw never ends the host;
 // idle actors are passivated and re-activated on the next request.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { encodeJson, unwrapReply } from "../services/protocol/envelope.ts";
 import type { ProjectView, SessionView } from "../services/protocol/schemas.ts";
-import { PROTOCOL_VERSION, testSubject } from "../services/protocol/subjects.ts";
+import { PROTOCOL_VERSION } from "../services/protocol/subjects.ts";
 import { createStack, eventually, type Stack } from "./support/stack.ts";
 import { refusalCode } from "./support/worker-double.ts";
 
@@ -43,12 +42,7 @@ afterAll(async () => {
   await stack?.close();
 });
 
-async function hook<T>(name: string, params: unknown): Promise<T> {
-  const m = await stack.nc.request(testSubject(stack.env.prefix, name), encodeJson(params), {
-    timeout: 10_000,
-  });
-  return unwrapReply<T>(m.data);
-}
+const hook = <T>(name: string, params: unknown) => stack.hook<T>(name, params);
 
 const status = () => stack.rpc("alice").call<HostStatus>("host.status", {});
 

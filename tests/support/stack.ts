@@ -5,10 +5,10 @@ import os from "node:os";
 import path from "node:path";
 import { jetstreamManager } from "@nats-io/jetstream";
 import type { NatsConnection, Subscription } from "@nats-io/nats-core";
-import { decodeJson } from "../../services/protocol/envelope.ts";
+import { decodeJson, encodeJson, unwrapReply } from "../../services/protocol/envelope.ts";
 import type { SessionEvent } from "../../services/protocol/events.ts";
 import { createAgentClient, createRpcClient } from "../../services/protocol/rpc-client.ts";
-import { sessionEventsWildcard } from "../../services/protocol/subjects.ts";
+import { sessionEventsWildcard, testSubject } from "../../services/protocol/subjects.ts";
 import { createTestDatabase, type TestDatabase } from "./test-db.ts";
 import { connectNats, NATS_URL, uniquePrefix } from "./test-nats.ts";
 import { type ManagedProcess, reapAll, type StackEnv, startHost, startWorker } from "./processes.ts";
@@ -26,6 +26,8 @@ export interface Stack {
   startWorker(): Promise<ManagedProcess>;
   callLog(): Array<Record<string, unknown>>;
   newWorkspace(name: string): string;
+  /** A test hook of the host (PI_TEST_HOOKS=1): `<prefix>.test.<name>`. */
+  hook<T = { now: number }>(name: string, body?: unknown): Promise<T>;
   events(sessionId: string, principal?: string): EventCollector;
   close(): Promise<void>;
 }
@@ -85,6 +87,10 @@ export async function createStack(label: string): Promise<Stack> {
       rmSync(ws, { recursive: true, force: true });
       mkdirSync(ws, { recursive: true });
       return ws;
+    },
+    async hook<T>(name: string, body: unknown = {}) {
+      const m = await nc.request(testSubject(env.prefix, name), encodeJson(body), { timeout: 10_000 });
+      return unwrapReply<T>(m.data);
     },
     events(sessionId, principal = "alice") {
       const all: SessionEvent[] = [];
