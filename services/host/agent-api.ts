@@ -246,7 +246,19 @@ export function createAgentApi(deps: {
             reply,
           }));
         } else {
-          result = await createToolRunner({ workspaceRoot: s.workspace_root }).run(p.tool, p.args);
+          let seq = 0;
+          result = await createToolRunner({ workspaceRoot: s.workspace_root }).run(p.tool, p.args, {
+            // Streamed output goes to this session's audience only, in order.
+            onOutput: (stream, text) =>
+              events.publish(to, "tool.output", {
+                turnId: p.turnId,
+                toolCallId: p.toolCallId,
+                tool: p.tool,
+                stream,
+                seq: seq++,
+                text,
+              }),
+          });
         }
       } catch (err) {
         if (!(err instanceof AppError) || err.code === "INTERNAL") throw err;

@@ -45,6 +45,12 @@ function argInt(args: Record<string, unknown>, name: string): number | undefined
   return v;
 }
 
+/** What a running tool may report while it runs (Bash streams stdout and stderr as it goes). */
+export interface ToolRunContext {
+  onOutput?: (stream: "stdout" | "stderr", text: string) => void;
+  signal?: AbortSignal;
+}
+
 export function createToolRunner({ workspaceRoot }: { workspaceRoot: string }) {
   let realRoot: string | null = null;
   const root = async () => {
@@ -133,7 +139,11 @@ export function createToolRunner({ workspaceRoot }: { workspaceRoot: string }) {
   }
 
   return {
-    async run(tool: string, args: Record<string, unknown>): Promise<ToolExecuteResult> {
+    async run(
+      tool: string,
+      args: Record<string, unknown>,
+      _ctx: ToolRunContext = {},
+    ): Promise<ToolExecuteResult> {
       switch (tool) {
         case "Read": {
           const { abs, rel } = await confine(argString(args, "path")!, false);

@@ -31,6 +31,14 @@ export interface EventBodies {
     code?: string;
     text: string;
   };
+  "tool.output": {
+    turnId: string;
+    toolCallId: string;
+    tool: string;
+    stream: "stdout" | "stderr";
+    seq: number;
+    text: string;
+  };
   "plan.changed": {
     state: PlanningState;
     action?: "submitted" | "approved" | "rejected" | "expired" | "interrupted";
@@ -48,6 +56,7 @@ export const EVENT_TYPES: EventType[] = [
   "turn.ended",
   "message",
   "tool.called",
+  "tool.output",
   "tool.result",
   "plan.changed",
 ];
