@@ -9,7 +9,8 @@ const LEGACY = "1700000000001_legacy-v7-layout";
 const PLAN_MODE = "1700000000002_plan-mode-v8";
 const HOSTS = "1700000000003_hosts-and-leases";
 const SCHEDULED = "1700000000004_scheduled-runs";
-const ALL = [LEGACY, PLAN_MODE, HOSTS, SCHEDULED];
+const PERMISSIONS = "1700000000005_permission-grants";
+const ALL = [LEGACY, PLAN_MODE, HOSTS, SCHEDULED, PERMISSIONS];
 
 // Times are written by the host, never by now(): a fixed clock for every row.
 const T0 = new Date("2024-03-01T10:00:00.000Z");
@@ -322,7 +323,7 @@ describe("legacy chat/agent rows", () => {
     const omit = { sessions: ["mode"], app_settings: ["value"], scheduled_tasks: ["config"] };
     const before = await legacySnapshot(db.pool, omit);
 
-    expect(await migrateUp({ databaseUrl: db.url })).toEqual([PLAN_MODE, HOSTS, SCHEDULED]);
+    expect(await migrateUp({ databaseUrl: db.url })).toEqual([PLAN_MODE, HOSTS, SCHEDULED, PERMISSIONS]);
 
     expect(await sessionModes(db.pool)).toEqual({ s_chat: "plan", s_agent: "agent" });
 
@@ -472,7 +473,7 @@ describe("a malformed legacy value", () => {
 
       // No half-applied state: once the row is fixed the same migrations apply cleanly.
       await db.pool.query(c.fix);
-      expect(await migrateUp({ databaseUrl: db.url })).toEqual([PLAN_MODE, HOSTS, SCHEDULED]);
+      expect(await migrateUp({ databaseUrl: db.url })).toEqual([PLAN_MODE, HOSTS, SCHEDULED, PERMISSIONS]);
       expect(await appliedNames(db.pool)).toEqual(ALL);
       const modes = await sessionModes(db.pool);
       expect(modes.s_chat).toBe("plan");

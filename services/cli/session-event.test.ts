@@ -29,6 +29,6 @@ describe("parseSessionEvent", () => {
     expect(parseSessionEvent("pi", "a", "s1", "pi.evt.a.s1.message", body)).toBeNull();
   });
   it("drops unknown event types", () => {
-    expect(parseSessionEvent("pi", "a", "s1", "pi.evt.a.s1.tool.output", "{}")).toBeNull();
+    expect(parseSessionEvent("pi", "a", "s1", "pi.evt.a.s1.tool.exploded", "{}")).toBeNull();
   });
 });

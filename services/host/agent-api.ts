@@ -1,6 +1,7 @@
 // Agent-worker methods (`<prefix>.agent.<method>`, docs/protocol.md): claim, context, append,
 // heartbeat, turn.end and tools.execute. Every call but claim carries the turn's capability token,
-// checked before anything else. tools.execute loads sessions.mode from Postgres on every call.
+// checked before anything else. tools.execute loads sessions.mode from Postgres on every call; a
+// `prompt` decision waits for a person through the permission gate (never in unattended runs).
 import { batchViolation, classifyTool, decideTool, effectivePermission } from "../../machines/tool-policy.ts";
 import { AppError } from "../protocol/app-error.ts";
 import type { ErrorCode } from "../protocol/error-codes.ts";
@@ -20,8 +21,10 @@ import { appendAudit } from "./audit-log.ts";
 import type { Clock } from "./clock.ts";
 import { type Db, withTransaction } from "./db.ts";
 import type { Audience, EventPublisher } from "./event-publisher.ts";
+import { type PermissionGate, riskOf } from "./permission-gate.ts";
 import type { SessionSupervisor } from "./session-supervisor.ts";
 import type { SessionStore } from "./session-store.ts";
+import type { ToolAborts } from "./tool-aborts.ts";
 import { createToolRunner } from "./tool-runner.ts";
 import type { Lease, TurnDispatcher } from "./turn-dispatcher.ts";
 
@@ -41,14 +44,18 @@ function textOf(content: unknown): string {
 }
 
 export function createAgentApi(deps: {
+  /** Abort signals of running tool calls by turn (a dead turn aborts its Bash commands). */
+  aborts?: ToolAborts;
   db: Db;
   clock: Clock;
   sessions: SessionStore;
   supervisor: SessionSupervisor;
   dispatcher: TurnDispatcher;
   events: EventPublisher;
+  /** Permission prompts (DESIGN §7): a `prompt` decision waits here for a person. */
+  permissions: PermissionGate;
 }): Record<AgentMethod, AgentHandler> {
-  const { db, clock, sessions, supervisor, dispatcher, events } = deps;
+  const { db, clock, sessions, supervisor, dispatcher, events, permissions } = deps;
   const inflight = new Map<string, Promise<ToolExecuteResult>>();
 
   /** The token check that precedes everything else: a missing, revoked or foreign token is refused. */
@@ -172,15 +179,16 @@ export function createAgentApi(deps: {
     if (!p.batch.some((c) => c.toolCallId === p.toolCallId && c.tool === p.tool)) {
       throw new AppError("INVALID_PARAMS", "the batch must contain this call");
     }
-    // One round trip: a recorded result for this call (a retry), and the durable mode, read now by
-    // sessionId. requestedMode is diagnostic only.
+    // One round trip: a recorded result for this call (a retry), the durable mode, read now by
+    // sessionId, and whether an allow-session grant covers this tool. requestedMode is diagnostic only.
     const r = await db.query(
       `SELECT s.mode, s.permission_mode, s.owner, s.approvers, p.workspace_root,
               (SELECT value->>'permissionMode' FROM app_settings WHERE key = 'defaults') AS app_permission,
               (SELECT result FROM tool_calls WHERE turn_id = $2 AND tool_call_id = $3) AS recorded,
-              EXISTS (SELECT 1 FROM scheduled_runs WHERE session_id = s.id) AS unattended
+              EXISTS (SELECT 1 FROM scheduled_runs WHERE session_id = s.id) AS unattended,
+              EXISTS (SELECT 1 FROM permission_grants WHERE session_id = s.id AND tool = $4) AS granted
        FROM sessions s JOIN projects p ON p.id = s.project_id WHERE s.id = $1`,
-      [lease.sessionId, p.turnId, p.toolCallId],
+      [lease.sessionId, p.turnId, p.toolCallId, p.tool],
     );
     const s = r.rows[0];
     if (!s) throw new AppError("SESSION_NOT_FOUND");
@@ -201,10 +209,11 @@ export function createAgentApi(deps: {
       mode: s.mode,
       toolClass: classifyTool(p.tool),
       permission: effectivePermission(s.permission_mode, s.app_permission),
+      sessionGrant: s.granted === true,
       batch: p.batch,
     });
 
-    let result: ToolExecuteResult;
+    let result: ToolExecuteResult | null = null;
     let recordDecision: "allow" | "deny" = "allow";
     if (decision.kind === "allow" && p.tool === "EnterPlanMode" && s.unattended) {
       // An unattended (scheduled) run never waits for a person, so it cannot enter Plan.
@@ -221,14 +230,43 @@ export function createAgentApi(deps: {
           ? "EnterPlanMode and ExitPlanMode must be the only call of their batch"
           : `${p.tool} is not allowed in ${s.mode} mode`,
       );
-    } else if (decision.kind === "prompt") {
-      // Permission prompts do not exist yet: a prompt is a denial, never an allow.
+    } else if (decision.kind === "prompt" && s.unattended) {
+      // Unattended (scheduled) runs never wait for a person: a prompt there is a denial.
       recordDecision = "deny";
       result = refusal(
         "PERMISSION_REQUIRED",
-        `${p.tool} needs a person's confirmation under this permission mode`,
+        `${p.tool} needs a person's confirmation, and nobody is asked in an unattended run`,
       );
-    } else {
+    } else if (decision.kind === "prompt") {
+      // A person decides; no answer by the deadline, or an abort of the turn, is a denial.
+      const outcome = await permissions.request({
+        sessionId: lease.sessionId,
+        turnId: p.turnId,
+        toolCallId: p.toolCallId,
+        tool: p.tool,
+        args: p.args,
+        risk: riskOf(p.tool),
+        to,
+        worker: `worker:${lease.workerId}`,
+      });
+      if (outcome.kind === "deny") {
+        recordDecision = "deny";
+        result = refusal(
+          outcome.code,
+          outcome.code === "PERMISSION_DENIED"
+            ? `a person denied ${p.tool}`
+            : outcome.code === "PERMISSION_TIMEOUT"
+              ? `nobody answered the permission prompt for ${p.tool} in time`
+              : `the permission prompt for ${p.tool} ended with its turn`,
+        );
+      } else if (!dispatcher.check(lease.turnId, lease.token)) {
+        // Allowed, but the turn ended meanwhile: nothing runs for a dead turn.
+        recordDecision = "deny";
+        result = refusal("PERMISSION_INTERRUPTED", `the turn ended before ${p.tool} could run`);
+      }
+    }
+    // Allowed (by policy, a grant or a person's answer): run it.
+    if (!result) {
       try {
         if (p.tool === "EnterPlanMode") {
           result = await supervisor.request<ToolExecuteResult>(lease.sessionId, (reply) => ({
@@ -247,18 +285,23 @@ export function createAgentApi(deps: {
           }));
         } else {
           let seq = 0;
-          result = await createToolRunner({ workspaceRoot: s.workspace_root }).run(p.tool, p.args, {
-            // Streamed output goes to this session's audience only, in order.
-            onOutput: (stream, text) =>
-              events.publish(to, "tool.output", {
-                turnId: p.turnId,
-                toolCallId: p.toolCallId,
-                tool: p.tool,
-                stream,
-                seq: seq++,
-                text,
-              }),
-          });
+          const abort = deps.aborts?.open(p.turnId);
+          result = await createToolRunner({ workspaceRoot: s.workspace_root })
+            .run(p.tool, p.args, {
+              sessionId: lease.sessionId,
+              ...(abort ? { signal: abort.signal } : {}),
+              // Streamed output goes to this session's audience only, in order.
+              onOutput: (stream, text) =>
+                events.publish(to, "tool.output", {
+                  turnId: p.turnId,
+                  toolCallId: p.toolCallId,
+                  tool: p.tool,
+                  stream,
+                  seq: seq++,
+                  text,
+                }),
+            })
+            .finally(() => abort?.release());
         }
       } catch (err) {
         if (!(err instanceof AppError) || err.code === "INTERNAL") throw err;

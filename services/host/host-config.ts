@@ -24,6 +24,8 @@ export interface HostConfig {
   heartbeatMs: number;
   offerIntervalMs: number;
   approvalTimeoutMs: number;
+  /** How long a permission prompt waits for a person before it is a denial (PERMISSION_TIMEOUT). */
+  permissionTimeoutMs: number;
   /** Supervision: more than this many actor failures of one session within the window degrade it. */
   actorMaxRestarts: number;
   actorRestartWindowMs: number;
@@ -72,6 +74,7 @@ export function readHostConfig(env: NodeJS.ProcessEnv = process.env): HostConfig
     heartbeatMs: positiveIntEnv(env, "PI_TURN_HEARTBEAT_MS", 3_000),
     offerIntervalMs: positiveIntEnv(env, "PI_OFFER_INTERVAL_MS", 500),
     approvalTimeoutMs: 30 * 60 * 1000,
+    permissionTimeoutMs: positiveIntEnv(env, "PI_PERMISSION_TIMEOUT_MS", 120_000),
     actorMaxRestarts: positiveIntEnv(env, "PI_ACTOR_MAX_RESTARTS", 3),
     actorRestartWindowMs: positiveIntEnv(env, "PI_ACTOR_RESTART_WINDOW_MS", 60_000),
     passivateAfterMs: positiveIntEnv(env, "PI_PASSIVATE_AFTER_MS", 60_000),

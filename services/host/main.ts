@@ -17,6 +17,8 @@ import { readHostConfig } from "./host-config.ts";
 import { startHostBus } from "./host-bus.ts";
 import { migrateUp } from "./migrate.ts";
 import { reportOrphanArtifacts } from "./orphan-artifacts.ts";
+import { createPermissionGate } from "./permission-gate.ts";
+import { createPermissionsApi } from "./permissions-api.ts";
 import { createPlanStore } from "./plan-store.ts";
 import { createScheduleStore } from "./schedule-store.ts";
 import { createScheduler } from "./scheduler.ts";
@@ -26,6 +28,7 @@ import { createSessionStore } from "./session-store.ts";
 import { createSettingsStore } from "./settings-store.ts";
 import { runStartupFence } from "./startup-fence.ts";
 import { createTestHooks } from "./test-hooks.ts";
+import { createToolAborts } from "./tool-aborts.ts";
 import { createTurnDispatcher } from "./turn-dispatcher.ts";
 
 const log = createLogger("host");
@@ -110,8 +113,21 @@ async function main(): Promise<void> {
         : {}),
     });
   }
+  // Permission prompts (DESIGN §7); an abort or lease loss of a turn ends its prompts' wait.
+  const permissions = createPermissionGate({
+    db,
+    clock,
+    events,
+    log,
+    timeoutMs: config.permissionTimeoutMs,
+  });
+  const aborts = createToolAborts();
   const supervisor = createSessionSupervisor({
     ...(faults ? { faults } : {}),
+    onTurnRevoked: (turnId) => {
+      permissions.cancelForTurn(turnId);
+      aborts.cancel(turnId);
+    },
     db,
     clock,
     sessions,
@@ -162,8 +178,9 @@ async function main(): Promise<void> {
         devMode: config.devMode,
         settingsAdmins: config.settingsAdmins,
       }),
+      ...createPermissionsApi({ db, sessions, gate: permissions }),
     },
-    agent: createAgentApi({ db, clock, sessions, supervisor, dispatcher, events }),
+    agent: createAgentApi({ db, clock, sessions, supervisor, dispatcher, events, permissions, aborts }),
     test: faults
       ? createTestHooks({
           clock,

@@ -48,6 +48,8 @@ export interface SupervisorDeps {
   restartWindowMs?: number;
   /** An idle actor without a request for this long is stopped and dropped (default 60 s). */
   passivateAfterMs?: number;
+  /** A turn's token was revoked or parked (abort, lease loss, end): its permission prompts stop waiting. */
+  onTurnRevoked?: (turnId: string) => void;
 }
 
 /** A session whose actor failed past the restart bound: refused until the host restarts. */
@@ -485,7 +487,11 @@ export function createSessionSupervisor(deps: SupervisorDeps) {
             kind: context.turnKind === "execution" ? "execution" : "prompt",
           });
       },
-      revokeToken: (_, { turnId, park }) => (park ? dispatcher.park(turnId) : dispatcher.revoke(turnId)),
+      revokeToken: (_, { turnId, park }) => {
+        if (park) dispatcher.park(turnId);
+        else dispatcher.revoke(turnId);
+        if (turnId) deps.onTurnRevoked?.(turnId);
+      },
       // Test hooks only (DESIGN §10): a FAULT event makes the actor fail, as a bug in an action would.
       ...(deps.faults
         ? {

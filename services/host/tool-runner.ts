@@ -1,11 +1,15 @@
 // Runs the built-in file tools (Read, Glob, Grep, Write, Edit) inside one workspace. Paths are
 // confined to the real workspace (symlinks resolved) and checked against the deny-list; Write and
-// Edit also refuse `.pi/plan/`. Bash is refused until the sandbox exists: never run unconfined.
+// Edit also refuse `.pi/plan/`. Bash runs only in the bubblewrap sandbox (bash-runner.ts, sandbox.ts)
+// and is never run unconfined. Every tool takes the workspace's lock (workspace-lock.ts): file tools
+// never run while a Bash command of any session may be changing symlinks in the same workspace.
 import { constants, promises as fs } from "node:fs";
 import path from "node:path";
 import picomatch from "picomatch";
 import { AppError } from "../protocol/app-error.ts";
 import type { ToolExecuteResult } from "../protocol/schemas.ts";
+import { runBash } from "./bash-runner.ts";
+import { withWorkspaceLock } from "./workspace-lock.ts";
 
 export const MAX_READ_BYTES = 256 * 1024;
 const MAX_RESULTS = 500;
@@ -48,7 +52,10 @@ function argInt(args: Record<string, unknown>, name: string): number | undefined
 /** What a running tool may report while it runs (Bash streams stdout and stderr as it goes). */
 export interface ToolRunContext {
   onOutput?: (stream: "stdout" | "stderr", text: string) => void;
+  /** Aborting it kills a running Bash command and all it started. */
   signal?: AbortSignal;
+  /** The calling session: Bash gets `<PI_DATA_DIR>/scratch/<sessionId>` (a throwaway one without it). */
+  sessionId?: string;
 }
 
 export function createToolRunner({ workspaceRoot }: { workspaceRoot: string }) {
@@ -142,82 +149,95 @@ export function createToolRunner({ workspaceRoot }: { workspaceRoot: string }) {
     async run(
       tool: string,
       args: Record<string, unknown>,
-      _ctx: ToolRunContext = {},
+      ctx: ToolRunContext = {},
     ): Promise<ToolExecuteResult> {
-      switch (tool) {
-        case "Read": {
-          const { abs, rel } = await confine(argString(args, "path")!, false);
-          const content = await readText(abs);
-          const lines = content.split("\n");
-          const offset = argInt(args, "offset") ?? 0;
-          const limit = argInt(args, "limit") ?? lines.length;
-          const slice = lines.slice(offset, offset + limit).join("\n");
-          return text(slice, { path: rel, lines: lines.length });
-        }
-        case "Glob": {
-          const pattern = argString(args, "pattern")!;
-          const r = await root();
-          const match = picomatch(pattern, { dot: false });
-          const out: string[] = [];
-          for await (const rel of walk(r, r, { n: 20_000 })) {
-            if (match(rel)) out.push(rel);
-            if (out.length >= MAX_RESULTS) break;
-          }
-          return text(out.length ? out.join("\n") : "(no matches)", { count: out.length });
-        }
-        case "Grep": {
-          const pattern = argString(args, "pattern")!;
-          let re: RegExp;
-          try {
-            re = new RegExp(pattern);
-          } catch (cause) {
-            throw new AppError("INVALID_PARAMS", "pattern is not a valid regular expression", { cause });
-          }
-          const base = await confine(argString(args, "path", true) ?? ".", false);
-          const filter = picomatch(argString(args, "glob", true) ?? "**", { dot: false });
-          const r = await root();
-          const out: string[] = [];
-          const st = await fs.stat(base.abs).catch(() => null);
-          const files = st?.isFile() ? [base.rel] : [];
-          if (st?.isDirectory()) for await (const rel of walk(base.abs, r, { n: 20_000 })) files.push(rel);
-          for (const rel of files) {
-            if (!filter(rel)) continue;
-            const content = await readText(path.join(r, rel)).catch(() => null);
-            if (content === null) continue;
-            content.split("\n").forEach((line, i) => {
-              if (out.length < MAX_RESULTS && re.test(line)) out.push(`${rel}:${i + 1}:${line}`);
-            });
-            if (out.length >= MAX_RESULTS) break;
-          }
-          return text(out.length ? out.join("\n") : "(no matches)", { count: out.length });
-        }
-        case "Write": {
-          const { abs, rel } = await confine(argString(args, "path")!, true);
-          const content = argString(args, "content")!;
-          await writeFileSafe(abs, content);
-          return text(`wrote ${Buffer.byteLength(content)} bytes to ${rel}`, { path: rel });
-        }
-        case "Edit": {
-          const { abs, rel } = await confine(argString(args, "path")!, true);
-          const oldText = argString(args, "oldText")!;
-          const newText = argString(args, "newText")!;
-          const content = await readText(abs);
-          const first = content.indexOf(oldText);
-          if (oldText === "" || first < 0) throw new AppError("EDIT_NO_MATCH");
-          if (content.indexOf(oldText, first + 1) >= 0) throw new AppError("EDIT_NOT_UNIQUE");
-          await writeFileSafe(abs, content.slice(0, first) + newText + content.slice(first + oldText.length));
-          return text(`edited ${rel}`, { path: rel });
-        }
-        case "Bash":
-          throw new AppError(
-            "SANDBOX_UNAVAILABLE",
-            "Bash runs only inside the bubblewrap sandbox, which this host does not provide yet",
-          );
-        default:
-          throw new AppError("TOOL_NOT_FOUND");
-      }
+      const r = await root().catch((cause: unknown) => {
+        throw new AppError("TOOL_FAILED", "the workspace folder is not reachable", { cause });
+      });
+      return withWorkspaceLock(r, () => runUnlocked(tool, args, ctx));
     },
   };
+
+  async function runUnlocked(
+    tool: string,
+    args: Record<string, unknown>,
+    ctx: ToolRunContext,
+  ): Promise<ToolExecuteResult> {
+    switch (tool) {
+      case "Read": {
+        const { abs, rel } = await confine(argString(args, "path")!, false);
+        const content = await readText(abs);
+        const lines = content.split("\n");
+        const offset = argInt(args, "offset") ?? 0;
+        const limit = argInt(args, "limit") ?? lines.length;
+        const slice = lines.slice(offset, offset + limit).join("\n");
+        return text(slice, { path: rel, lines: lines.length });
+      }
+      case "Glob": {
+        const pattern = argString(args, "pattern")!;
+        const r = await root();
+        const match = picomatch(pattern, { dot: false });
+        const out: string[] = [];
+        for await (const rel of walk(r, r, { n: 20_000 })) {
+          if (match(rel)) out.push(rel);
+          if (out.length >= MAX_RESULTS) break;
+        }
+        return text(out.length ? out.join("\n") : "(no matches)", { count: out.length });
+      }
+      case "Grep": {
+        const pattern = argString(args, "pattern")!;
+        let re: RegExp;
+        try {
+          re = new RegExp(pattern);
+        } catch (cause) {
+          throw new AppError("INVALID_PARAMS", "pattern is not a valid regular expression", { cause });
+        }
+        const base = await confine(argString(args, "path", true) ?? ".", false);
+        const filter = picomatch(argString(args, "glob", true) ?? "**", { dot: false });
+        const r = await root();
+        const out: string[] = [];
+        const st = await fs.stat(base.abs).catch(() => null);
+        const files = st?.isFile() ? [base.rel] : [];
+        if (st?.isDirectory()) for await (const rel of walk(base.abs, r, { n: 20_000 })) files.push(rel);
+        for (const rel of files) {
+          if (!filter(rel)) continue;
+          const content = await readText(path.join(r, rel)).catch(() => null);
+          if (content === null) continue;
+          content.split("\n").forEach((line, i) => {
+            if (out.length < MAX_RESULTS && re.test(line)) out.push(`${rel}:${i + 1}:${line}`);
+          });
+          if (out.length >= MAX_RESULTS) break;
+        }
+        return text(out.length ? out.join("\n") : "(no matches)", { count: out.length });
+      }
+      case "Write": {
+        const { abs, rel } = await confine(argString(args, "path")!, true);
+        const content = argString(args, "content")!;
+        await writeFileSafe(abs, content);
+        return text(`wrote ${Buffer.byteLength(content)} bytes to ${rel}`, { path: rel });
+      }
+      case "Edit": {
+        const { abs, rel } = await confine(argString(args, "path")!, true);
+        const oldText = argString(args, "oldText")!;
+        const newText = argString(args, "newText")!;
+        const content = await readText(abs);
+        const first = content.indexOf(oldText);
+        if (oldText === "" || first < 0) throw new AppError("EDIT_NO_MATCH");
+        if (content.indexOf(oldText, first + 1) >= 0) throw new AppError("EDIT_NOT_UNIQUE");
+        await writeFileSafe(abs, content.slice(0, first) + newText + content.slice(first + oldText.length));
+        return text(`edited ${rel}`, { path: rel });
+      }
+      case "Bash":
+        return runBash(args, {
+          workspace: await root(),
+          ...(ctx.sessionId ? { sessionId: ctx.sessionId } : {}),
+          ...(ctx.onOutput ? { onOutput: ctx.onOutput } : {}),
+          ...(ctx.signal ? { signal: ctx.signal } : {}),
+        });
+      default:
+        throw new AppError("TOOL_NOT_FOUND");
+    }
+  }
 }
 
 export type ToolRunner = ReturnType<typeof createToolRunner>;

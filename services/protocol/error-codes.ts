@@ -22,10 +22,15 @@ export const ErrorCode = {
   TOOL_DISABLED_IN_PLAN: "TOOL_DISABLED_IN_PLAN",
   TOOL_MUST_BE_ALONE: "TOOL_MUST_BE_ALONE",
   TOOL_FAILED: "TOOL_FAILED",
+  TOOL_TIMEOUT: "TOOL_TIMEOUT",
   PLUGIN_DISABLED_IN_PLAN: "PLUGIN_DISABLED_IN_PLAN",
   WRITE_DISABLED_IN_PLAN: "WRITE_DISABLED_IN_PLAN",
   EDIT_DISABLED_IN_PLAN: "EDIT_DISABLED_IN_PLAN",
   PERMISSION_REQUIRED: "PERMISSION_REQUIRED",
+  PERMISSION_DENIED: "PERMISSION_DENIED",
+  PERMISSION_TIMEOUT: "PERMISSION_TIMEOUT",
+  PERMISSION_NOT_FOUND: "PERMISSION_NOT_FOUND",
+  PERMISSION_ALREADY_RESOLVED: "PERMISSION_ALREADY_RESOLVED",
   SANDBOX_UNAVAILABLE: "SANDBOX_UNAVAILABLE",
   PATH_OUTSIDE_WORKSPACE: "PATH_OUTSIDE_WORKSPACE",
   WORKSPACE_PATH_DENIED: "WORKSPACE_PATH_DENIED",
@@ -105,12 +110,27 @@ export const errorCodeInfo: Record<ErrorCode, ErrorCodeInfo> = {
     message: "EnterPlanMode and ExitPlanMode must be the only tool call of their batch.",
   },
   TOOL_FAILED: { retriable: false, message: "The tool ran and failed." },
+  TOOL_TIMEOUT: {
+    retriable: false,
+    message: "The tool ran past its timeout; it and every process it started were ended.",
+  },
   PLUGIN_DISABLED_IN_PLAN: { retriable: false, message: "Plugin tools are hidden and denied in Plan mode." },
   WRITE_DISABLED_IN_PLAN: { retriable: false, message: "Write is denied in Plan mode." },
   EDIT_DISABLED_IN_PLAN: { retriable: false, message: "Edit is denied in Plan mode." },
   PERMISSION_REQUIRED: {
     retriable: false,
-    message: "The permission mode requires a person's confirmation; denied until prompts exist.",
+    message:
+      "The call needs a person's confirmation, but the run is unattended (scheduled): nobody is asked, it is denied.",
+  },
+  PERMISSION_DENIED: { retriable: false, message: "A person denied the permission prompt." },
+  PERMISSION_TIMEOUT: {
+    retriable: false,
+    message: "Nobody answered the permission prompt before its deadline (PI_PERMISSION_TIMEOUT_MS); denied.",
+  },
+  PERMISSION_NOT_FOUND: { retriable: false, message: "No permission request with that id." },
+  PERMISSION_ALREADY_RESOLVED: {
+    retriable: false,
+    message: "The permission request was already answered, timed out or interrupted.",
   },
   SANDBOX_UNAVAILABLE: {
     retriable: false,
@@ -186,7 +206,7 @@ export const errorCodeInfo: Record<ErrorCode, ErrorCodeInfo> = {
   },
   PERMISSION_INTERRUPTED: {
     retriable: false,
-    message: "Recorded on permission prompts the startup fence denied.",
+    message: "The permission prompt was denied because its turn was aborted or the host restarted (fence).",
   },
   PLAN_REQUIRES_INTERACTIVE_SESSION: {
     retriable: false,

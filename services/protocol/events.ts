@@ -10,6 +10,7 @@ import type {
   TurnKind,
   TurnStatus,
 } from "./schemas.ts";
+import type { PermissionDecision, PermissionRisk } from "./permission-schemas.ts";
 
 export interface EventBodies {
   "session.changed": {
@@ -47,6 +48,24 @@ export interface EventBodies {
     execution?: { executionId: string; state: ExecutionState };
     status?: ApprovalStatus;
   };
+  /** A tool call waits for a person (DESIGN §7): answer with `permissions.resolve` before `deadline`. */
+  "permission.requested": {
+    requestId: string;
+    turnId: string;
+    toolCallId: string;
+    tool: string;
+    risk: PermissionRisk;
+    preview: Record<string, unknown>;
+    deadline: string;
+  };
+  "permission.resolved": {
+    requestId: string;
+    turnId: string;
+    toolCallId: string;
+    tool: string;
+    decision: PermissionDecision;
+    code?: string;
+  };
 }
 
 export type EventType = keyof EventBodies;
@@ -59,6 +78,8 @@ export const EVENT_TYPES: EventType[] = [
   "tool.output",
   "tool.result",
   "plan.changed",
+  "permission.requested",
+  "permission.resolved",
 ];
 
 export type SessionEvent<T extends EventType = EventType> = {

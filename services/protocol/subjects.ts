@@ -70,6 +70,10 @@ export const SCHEDULING_METHODS = [
 ] as const;
 export type SchedulingMethod = (typeof SCHEDULING_METHODS)[number];
 
+/** Permission prompt methods, served by services/host/permissions-api.ts. */
+export const PERMISSION_METHODS = ["permissions.pending", "permissions.resolve"] as const;
+export type PermissionMethod = (typeof PERMISSION_METHODS)[number];
+
 export const CLIENT_METHODS = [
   "host.hello",
   "host.status",
@@ -85,9 +89,10 @@ export const CLIENT_METHODS = [
   "plans.resolve",
   "artifacts.read",
   ...SCHEDULING_METHODS,
+  ...PERMISSION_METHODS,
 ] as const;
-/** Methods served by services/host/client-api.ts (every client method but the scheduling ones). */
-export type ClientMethod = Exclude<(typeof CLIENT_METHODS)[number], SchedulingMethod>;
+/** Methods served by services/host/client-api.ts (every client method but the scheduling and permission ones). */
+export type ClientMethod = Exclude<(typeof CLIENT_METHODS)[number], SchedulingMethod | PermissionMethod>;
 
 export const AGENT_METHODS = [
   "claim",

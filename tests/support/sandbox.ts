@@ -1,0 +1,60 @@
+// Helpers for the Bash sandbox tests: the sandbox user, workspaces it can write, and a /proc scan
+// for processes that outlived their sandbox.
+import { execFileSync } from "node:child_process";
+import { chmodSync, chownSync, readdirSync, readFileSync } from "node:fs";
+import type { ProjectView, SessionView, TurnAssignment } from "../../services/protocol/schemas.ts";
+import type { Stack } from "./stack.ts";
+import { promptAndClaim } from "./worker-double.ts";
+
+export const SANDBOX_USER = process.env.PI_SANDBOX_USER || "pihost-sandbox";
+
+export function sandboxIds(): { uid: number; gid: number } {
+  const [, , uid, gid] = execFileSync("getent", ["passwd", SANDBOX_USER], { encoding: "utf8" })
+    .trim()
+    .split(":");
+  return { uid: Number(uid), gid: Number(gid) };
+}
+
+/** The stack's folder must be traversable by the sandbox user (bwrap binds from its paths). */
+export function openStackDir(stack: Stack): void {
+  chmodSync(stack.dir, 0o711);
+}
+
+/** A fresh workspace owned by the sandbox user (docs/operations.md: workspaces must be writable by it). */
+export function sandboxWorkspace(stack: Stack, name: string): string {
+  const ws = stack.newWorkspace(name);
+  const { uid, gid } = sandboxIds();
+  chownSync(ws, uid, gid);
+  return ws;
+}
+
+/** Pids of live (not zombie) processes whose command line contains marker. */
+export function processesWith(marker: string): number[] {
+  const found: number[] = [];
+  for (const entry of readdirSync("/proc")) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const cmd = readFileSync(`/proc/${entry}/cmdline`, "utf8");
+      const stat = readFileSync(`/proc/${entry}/stat`, "utf8");
+      if (cmd.includes(marker) && !/\)\s+[ZX]\s/.test(stat)) found.push(Number(entry));
+    } catch {}
+  }
+  return found.filter((p) => p !== process.pid);
+}
+
+/** Starts a turn in a fresh session over a sandbox-writable workspace and claims it as the worker. */
+export async function sandboxTurn(
+  stack: Stack,
+  mode: "agent" | "plan",
+  permissionMode = "auto",
+): Promise<{ ws: string; assignment: TurnAssignment }> {
+  const ws = sandboxWorkspace(stack, `ws-${mode}-${Math.random().toString(36).slice(2, 8)}`);
+  const alice = stack.rpc("alice");
+  const project = await alice.call<ProjectView>("projects.create", { name: "p", workspaceRoot: ws });
+  const session = await alice.call<SessionView>("session.create", {
+    projectId: project.id,
+    mode,
+    permissionMode,
+  });
+  return { ws, assignment: await promptAndClaim(stack, session.id) };
+}
