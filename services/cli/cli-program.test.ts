@@ -194,6 +194,38 @@ describe("commands", () => {
   });
 });
 
+describe("permissions", () => {
+  it("lists waiting prompts and answers them with the exact decision", async () => {
+    const request = {
+      requestId: "req_1",
+      sessionId: "s1",
+      tool: "Write",
+      risk: "medium",
+      preview: { path: "a.txt" },
+      deadline: "2026-11-30T10:00:00.000Z",
+    };
+    const { bus, log } = fakeBus({
+      "permissions.pending": () => ({ requests: [request] }),
+      "permissions.resolve": (p) => ({ ...request, decision: (p as { decision: string }).decision }),
+    });
+    const listed = await cli(["permissions", "pending", "--session", "s1"], bus);
+    expect(listed.stdout).toContain("req_1  Write (medium)");
+    for (const [cmd, decision] of [
+      ["allow", "allow-once"],
+      ["allow-session", "allow-session"],
+      ["deny", "deny"],
+    ]) {
+      const r = await cli(["permissions", cmd!, "req_1"], bus);
+      expect(r).toMatchObject({ code: 0, stdout: `req_1: ${decision}\n` });
+    }
+    expect(log.filter((l) => l.startsWith("call permissions.resolve"))).toEqual([
+      'call permissions.resolve {"requestId":"req_1","decision":"allow-once"}',
+      'call permissions.resolve {"requestId":"req_1","decision":"allow-session"}',
+      'call permissions.resolve {"requestId":"req_1","decision":"deny"}',
+    ]);
+  });
+});
+
 describe("prompt", () => {
   const proposal = proposalView();
 

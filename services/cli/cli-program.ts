@@ -1,6 +1,7 @@
 // The `pihost` command tree (commander) and its one error-to-exit-code mapping. Every effect comes
 // in through CliDeps, so tests run the real parser without NATS. Exit codes: 0 ok, 1 error or a turn
 // that ended aborted/error, 2 usage (refused before anything is sent).
+import type { PermissionRequestView } from "../protocol/permission-schemas.ts";
 import { Command, CommanderError, Option } from "commander";
 import { AppError } from "../protocol/app-error.ts";
 import type { SessionEvent } from "../protocol/events.ts";
@@ -278,6 +279,54 @@ interface PromptCli {
 }
 
 function addPlanCommands(program: Command, run: Run): void {
+  const permissions = program
+    .command("permissions")
+    .description("tool calls waiting for a person's permission");
+  permissions
+    .command("pending")
+    .description("list permission prompts waiting for an answer")
+    .option("--session <id>", "only this session's")
+    .action(async (opts: { session?: string }, cmd: Command) => {
+      const params = opts.session ? { sessionId: opts.session } : {};
+      const r = await (await bus(run)).call<{ requests: PermissionRequestView[] }>(
+        "permissions.pending",
+        params,
+      );
+      if (isJson(cmd)) outJson(run, r);
+      else
+        out(
+          run,
+          r.requests.length
+            ? r.requests.map(
+                (q) =>
+                  `${q.requestId}  ${q.tool} (${q.risk})  ${JSON.stringify(q.preview)}  until ${q.deadline}`,
+              )
+            : ["no permission prompts are waiting"],
+        );
+    });
+  for (const [name, decision, what] of [
+    ["allow", "allow-once", "allow this one call"],
+    [
+      "allow-session",
+      "allow-session",
+      "allow this tool for the rest of the session (never lifts a Plan denial)",
+    ],
+    ["deny", "deny", "deny the call"],
+  ] as const) {
+    permissions
+      .command(name)
+      .description(what)
+      .argument("<requestId>")
+      .action(async (requestId: string, _opts: unknown, cmd: Command) => {
+        const r = await (await bus(run)).call<PermissionRequestView>("permissions.resolve", {
+          requestId,
+          decision,
+        });
+        if (isJson(cmd)) outJson(run, r);
+        else out(run, [`${r.requestId}: ${r.decision ?? r.status}`]);
+      });
+  }
+
   const plans = program.command("plans").description("plan proposals awaiting approval");
   plans
     .command("pending")
