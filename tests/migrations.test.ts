@@ -10,7 +10,8 @@ const PLAN_MODE = "1700000000002_plan-mode-v8";
 const HOSTS = "1700000000003_hosts-and-leases";
 const SCHEDULED = "1700000000004_scheduled-runs";
 const PERMISSIONS = "1700000000005_permission-grants";
-const ALL = [LEGACY, PLAN_MODE, HOSTS, SCHEDULED, PERMISSIONS];
+const PLUGINS = "1700000000006_plugins";
+const ALL = [LEGACY, PLAN_MODE, HOSTS, SCHEDULED, PERMISSIONS, PLUGINS];
 
 // Times are written by the host, never by now(): a fixed clock for every row.
 const T0 = new Date("2024-03-01T10:00:00.000Z");
@@ -323,7 +324,13 @@ describe("legacy chat/agent rows", () => {
     const omit = { sessions: ["mode"], app_settings: ["value"], scheduled_tasks: ["config"] };
     const before = await legacySnapshot(db.pool, omit);
 
-    expect(await migrateUp({ databaseUrl: db.url })).toEqual([PLAN_MODE, HOSTS, SCHEDULED, PERMISSIONS]);
+    expect(await migrateUp({ databaseUrl: db.url })).toEqual([
+      PLAN_MODE,
+      HOSTS,
+      SCHEDULED,
+      PERMISSIONS,
+      PLUGINS,
+    ]);
 
     expect(await sessionModes(db.pool)).toEqual({ s_chat: "plan", s_agent: "agent" });
 
@@ -473,7 +480,13 @@ describe("a malformed legacy value", () => {
 
       // No half-applied state: once the row is fixed the same migrations apply cleanly.
       await db.pool.query(c.fix);
-      expect(await migrateUp({ databaseUrl: db.url })).toEqual([PLAN_MODE, HOSTS, SCHEDULED, PERMISSIONS]);
+      expect(await migrateUp({ databaseUrl: db.url })).toEqual([
+        PLAN_MODE,
+        HOSTS,
+        SCHEDULED,
+        PERMISSIONS,
+        PLUGINS,
+      ]);
       expect(await appliedNames(db.pool)).toEqual(ALL);
       const modes = await sessionModes(db.pool);
       expect(modes.s_chat).toBe("plan");

@@ -26,7 +26,7 @@ import {
   sandboxTurn,
   sandboxWorkspace,
 } from "./support/sandbox.ts";
-import { createStack, eventually, type Stack } from "./support/stack.ts";
+import { createStack, type EventCollector, eventually, type Stack } from "./support/stack.ts";
 
 const FAST_DEFAULT_MS = 1500;
 let stack: Stack;
@@ -34,7 +34,11 @@ let stack: Stack;
 beforeAll(async () => {
   stack = await createStack("sandboxbash");
   openStackDir(stack);
-  stack.env.extra = { PI_BASH_DEFAULT_TIMEOUT_MS: String(FAST_DEFAULT_MS) };
+  // Leases run on the host clock, which the prompt-timeout case moves by minutes.
+  stack.env.extra = {
+    PI_BASH_DEFAULT_TIMEOUT_MS: String(FAST_DEFAULT_MS),
+    PI_TURN_LEASE_MS: String(3600_000),
+  };
   await stack.startHost();
 });
 
@@ -255,6 +259,40 @@ describe("Bash in the sandbox", () => {
     const seen = outputsOf(events.all, "abort-1").length;
     await new Promise((res) => setTimeout(res, 600));
     expect(outputsOf(events.all, "abort-1").length).toBe(seen);
+    events.stop();
+  });
+});
+
+describe("Plan + ask: Bash waits for a person", () => {
+  const requested = (events: EventCollector, toolCallId: string) =>
+    events.waitFor(
+      (e) => e.type === "permission.requested" && (e as { toolCallId?: string }).toolCallId === toolCallId,
+    );
+
+  it("a prompt appears; deny stops it; allow-once runs it; no answer times out to a denial", async () => {
+    const { ws, assignment } = await sandboxTurn(stack, "plan", "ask");
+    const events = stack.events(assignment.sessionId);
+    const alice = stack.rpc("alice");
+    const answer = async (toolCallId: string, decision: string) => {
+      const e = (await requested(events, toolCallId)) as unknown as { requestId: string; tool: string };
+      expect(e.tool).toBe("Bash");
+      await alice.call("permissions.resolve", { requestId: e.requestId, decision });
+    };
+    const denied = bash(assignment, { command: "touch denied.txt" }, "ask-deny");
+    await answer("ask-deny", "deny");
+    expect((await denied).code).toBe("PERMISSION_DENIED");
+    expect(existsSync(path.join(ws, "denied.txt"))).toBe(false);
+
+    const allowed = bash(assignment, { command: "touch allowed.txt" }, "ask-allow");
+    await answer("ask-allow", "allow-once");
+    expect((await allowed).isError).toBe(false);
+    expect(existsSync(path.join(ws, "allowed.txt"))).toBe(true);
+
+    const silent = bash(assignment, { command: "touch silent.txt" }, "ask-silent");
+    await requested(events, "ask-silent");
+    await stack.hook("clock.advance", { ms: 121_000 });
+    expect((await silent).code).toBe("PERMISSION_TIMEOUT");
+    expect(existsSync(path.join(ws, "silent.txt"))).toBe(false);
     events.stop();
   });
 });

@@ -22,9 +22,11 @@ import type { Clock } from "./clock.ts";
 import { type Db, withTransaction } from "./db.ts";
 import type { Audience, EventPublisher } from "./event-publisher.ts";
 import { type PermissionGate, riskOf } from "./permission-gate.ts";
+import { findPluginTool, type PluginCaller } from "./plugin-store.ts";
 import type { SessionSupervisor } from "./session-supervisor.ts";
 import type { SessionStore } from "./session-store.ts";
 import type { ToolAborts } from "./tool-aborts.ts";
+import type { ToolAdmission } from "./tool-admission.ts";
 import { createToolRunner } from "./tool-runner.ts";
 import type { Lease, TurnDispatcher } from "./turn-dispatcher.ts";
 
@@ -46,6 +48,8 @@ function textOf(content: unknown): string {
 export function createAgentApi(deps: {
   /** Abort signals of running tool calls by turn (a dead turn aborts its Bash commands). */
   aborts?: ToolAborts;
+  /** Calls allowed plugin tools on `<prefix>.plugin.<pluginId>.<tool>` (none: PLUGIN_UNAVAILABLE). */
+  plugins?: PluginCaller;
   db: Db;
   clock: Clock;
   sessions: SessionStore;
@@ -54,6 +58,8 @@ export function createAgentApi(deps: {
   events: EventPublisher;
   /** Permission prompts (DESIGN §7): a `prompt` decision waits here for a person. */
   permissions: PermissionGate;
+  /** Bounded concurrency of tools.execute (global and per session): full is HOST_OVERLOADED. */
+  admission?: ToolAdmission;
 }): Record<AgentMethod, AgentHandler> {
   const { db, clock, sessions, supervisor, dispatcher, events, permissions } = deps;
   const inflight = new Map<string, Promise<ToolExecuteResult>>();
@@ -164,12 +170,15 @@ export function createAgentApi(deps: {
       const key = `${p.turnId}\u0000${p.toolCallId}`;
       const running = inflight.get(key);
       if (running) return running;
+      // Admission (tool-admission.ts): over a bound the call is refused before anything else runs.
+      const release = deps.admission?.admit(lease.sessionId);
       const work = executeTool(lease, p);
       inflight.set(key, work);
       try {
         return await work;
       } finally {
         inflight.delete(key);
+        release?.();
       }
     },
   };
@@ -205,11 +214,14 @@ export function createAgentApi(deps: {
         details: { requestedMode: p.requestedMode, durableMode: s.mode, tool: p.tool },
       });
     }
+    // A name that is no built-in may be an enabled plugin tool, read now: enable/disable apply at once.
+    const plugin = classifyTool(p.tool) === "unknown" ? await findPluginTool(db, p.tool) : null;
     const decision = decideTool({
       mode: s.mode,
-      toolClass: classifyTool(p.tool),
+      toolClass: classifyTool(p.tool, plugin !== null),
       permission: effectivePermission(s.permission_mode, s.app_permission),
       sessionGrant: s.granted === true,
+      pluginRisk: plugin?.tool.risk ?? null,
       batch: p.batch,
     });
 
@@ -245,7 +257,7 @@ export function createAgentApi(deps: {
         toolCallId: p.toolCallId,
         tool: p.tool,
         args: p.args,
-        risk: riskOf(p.tool),
+        risk: riskOf(p.tool, plugin?.tool.risk),
         to,
         worker: `worker:${lease.workerId}`,
       });
@@ -283,6 +295,23 @@ export function createAgentApi(deps: {
             args: p.args,
             reply,
           }));
+        } else if (plugin) {
+          // Only now, after the policy (and a person) allowed it, does the plugin receive the call;
+          // a plugin disabled while the prompt waited receives nothing.
+          const still = decision.kind === "prompt" ? await findPluginTool(db, p.tool) : plugin;
+          if (!still) {
+            recordDecision = "deny";
+            result = refusal("TOOL_NOT_FOUND", `${p.tool} is no longer an enabled plugin tool`);
+          } else {
+            result = deps.plugins
+              ? await deps.plugins.call(still.pluginId, p.tool, {
+                  sessionId: lease.sessionId,
+                  turnId: p.turnId,
+                  toolCallId: p.toolCallId,
+                  args: p.args,
+                })
+              : refusal("PLUGIN_UNAVAILABLE", "this host has no plugin connection");
+          }
         } else {
           let seq = 0;
           const abort = deps.aborts?.open(p.turnId);

@@ -26,6 +26,9 @@ export interface HostConfig {
   approvalTimeoutMs: number;
   /** How long a permission prompt waits for a person before it is a denial (PERMISSION_TIMEOUT). */
   permissionTimeoutMs: number;
+  /** tools.execute calls running at once on this host, and per session; over either: HOST_OVERLOADED. */
+  toolsMaxConcurrent: number;
+  toolsMaxPerSession: number;
   /** Supervision: more than this many actor failures of one session within the window degrade it. */
   actorMaxRestarts: number;
   actorRestartWindowMs: number;
@@ -75,6 +78,8 @@ export function readHostConfig(env: NodeJS.ProcessEnv = process.env): HostConfig
     offerIntervalMs: positiveIntEnv(env, "PI_OFFER_INTERVAL_MS", 500),
     approvalTimeoutMs: 30 * 60 * 1000,
     permissionTimeoutMs: positiveIntEnv(env, "PI_PERMISSION_TIMEOUT_MS", 120_000),
+    toolsMaxConcurrent: positiveIntEnv(env, "PI_TOOLS_MAX_CONCURRENT", 64),
+    toolsMaxPerSession: positiveIntEnv(env, "PI_TOOLS_MAX_PER_SESSION", 4),
     actorMaxRestarts: positiveIntEnv(env, "PI_ACTOR_MAX_RESTARTS", 3),
     actorRestartWindowMs: positiveIntEnv(env, "PI_ACTOR_RESTART_WINDOW_MS", 60_000),
     passivateAfterMs: positiveIntEnv(env, "PI_PASSIVATE_AFTER_MS", 60_000),

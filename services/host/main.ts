@@ -20,6 +20,8 @@ import { reportOrphanArtifacts } from "./orphan-artifacts.ts";
 import { createPermissionGate } from "./permission-gate.ts";
 import { createPermissionsApi } from "./permissions-api.ts";
 import { createPlanStore } from "./plan-store.ts";
+import { createPluginCaller, createPluginStore } from "./plugin-store.ts";
+import { createPluginsApi } from "./plugins-api.ts";
 import { createScheduleStore } from "./schedule-store.ts";
 import { createScheduler } from "./scheduler.ts";
 import { createSchedulingApi } from "./scheduling-api.ts";
@@ -29,6 +31,7 @@ import { createSettingsStore } from "./settings-store.ts";
 import { runStartupFence } from "./startup-fence.ts";
 import { createTestHooks } from "./test-hooks.ts";
 import { createToolAborts } from "./tool-aborts.ts";
+import { createToolAdmission } from "./tool-admission.ts";
 import { createTurnDispatcher } from "./turn-dispatcher.ts";
 
 const log = createLogger("host");
@@ -179,8 +182,27 @@ async function main(): Promise<void> {
         settingsAdmins: config.settingsAdmins,
       }),
       ...createPermissionsApi({ db, sessions, gate: permissions }),
+      ...createPluginsApi({
+        store: createPluginStore({ db, clock }),
+        devMode: config.devMode,
+        settingsAdmins: config.settingsAdmins,
+      }),
     },
-    agent: createAgentApi({ db, clock, sessions, supervisor, dispatcher, events, permissions, aborts }),
+    agent: createAgentApi({
+      db,
+      clock,
+      sessions,
+      supervisor,
+      dispatcher,
+      events,
+      permissions,
+      aborts,
+      plugins: createPluginCaller({ nc, prefix: config.prefix }),
+      admission: createToolAdmission({
+        maxConcurrent: config.toolsMaxConcurrent,
+        maxPerSession: config.toolsMaxPerSession,
+      }),
+    }),
     test: faults
       ? createTestHooks({
           clock,

@@ -53,7 +53,7 @@ export function sandboxSettingsFromEnv(env: NodeJS.ProcessEnv = process.env): Sa
   };
 }
 
-function findProgram(name: string): string | null {
+export function findProgram(name: string): string | null {
   for (const dir of SYSTEM_DIRS) {
     const p = path.join(dir, name);
     if (existsSync(p)) return p;
@@ -122,7 +122,8 @@ async function preparePlanDir(workspace: string): Promise<string> {
   return plan;
 }
 
-function bwrapArgs(workspace: string, scratch: string, plan: string, command: string): string[] {
+/** The read-only system part every sandbox shares: /usr, the top-level links or folders, /etc files. */
+export function systemBinds(extraEtc: string[] = []): string[] {
   const args = ["--unshare-all", "--die-with-parent", "--new-session", "--ro-bind", "/usr", "/usr"];
   for (const name of TOP_LINKS) {
     const p = `/${name}`;
@@ -136,7 +137,12 @@ function bwrapArgs(workspace: string, scratch: string, plan: string, command: st
     else if (st.isDirectory()) args.push("--ro-bind", p, p);
   }
   args.push("--dir", "/etc");
-  for (const f of ETC_FILES) args.push("--ro-bind-try", `/etc/${f}`, `/etc/${f}`);
+  for (const f of [...ETC_FILES, ...extraEtc]) args.push("--ro-bind-try", `/etc/${f}`, `/etc/${f}`);
+  return args;
+}
+
+function bwrapArgs(workspace: string, scratch: string, plan: string, command: string): string[] {
+  const args = systemBinds();
   // The private /tmp comes before the binds: a tmpfs over a parent would hide binds made before it.
   args.push("--tmpfs", "/tmp", "--proc", "/proc", "--dev", "/dev");
   args.push("--bind", workspace, workspace, "--ro-bind", plan, plan, "--bind", scratch, scratch);

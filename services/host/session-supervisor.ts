@@ -26,6 +26,7 @@ import { type Db, withTransaction } from "./db.ts";
 import type { Audience, EventPublisher } from "./event-publisher.ts";
 import type { FaultInjector } from "./fault-injector.ts";
 import type { PlanStore } from "./plan-store.ts";
+import { pluginToolSpecs } from "./plugin-store.ts";
 import type { SessionStore } from "./session-store.ts";
 import { systemPromptFor, toolsFor } from "./tool-catalog.ts";
 import type { TurnDispatcher } from "./turn-dispatcher.ts";
@@ -280,7 +281,11 @@ export function createSessionSupervisor(deps: SupervisorDeps) {
           token: lease.token,
           mode: row.mode,
           systemPrompt: systemPromptFor(row.mode),
-          tools: toolsFor(row.mode),
+          // Agent turns are also offered the enabled plugin tools; Plan turns never see them.
+          tools:
+            row.mode === "agent"
+              ? [...toolsFor("agent"), ...(await pluginToolSpecs(db))]
+              : toolsFor(row.mode),
           model: row.model_config,
           leaseMs: deps.leaseMs,
           heartbeatMs: deps.heartbeatMs,

@@ -53,6 +53,22 @@ const CATALOG: Record<string, ToolSpec> = {
       }),
     ),
   },
+  BrowserPreview: {
+    name: "BrowserPreview",
+    description:
+      "Open a page in a sandboxed headless browser and return its title, visible text and a screenshot path. Only http(s)://127.0.0.1, localhost or [::1] URLs and file:// URLs inside the workspace; every request to another origin is blocked. waitMs (0-10000) waits after load.",
+    parameters: S(
+      Type.Object({
+        url: Type.String(),
+        waitMs: Type.Optional(Type.Integer({ minimum: 0, maximum: 10000 })),
+      }),
+    ),
+  },
+  new_context: {
+    name: "new_context",
+    description: "Compact the conversation context: continue from the optional summary. Changes no file.",
+    parameters: S(Type.Object({ summary: Type.Optional(Type.String()) })),
+  },
   EnterPlanMode: {
     name: "EnterPlanMode",
     description:
@@ -68,8 +84,8 @@ const CATALOG: Record<string, ToolSpec> = {
 };
 
 const OFFERED: Record<OperatingMode, string[]> = {
-  agent: ["Read", "Glob", "Grep", "Write", "Edit", "Bash", "EnterPlanMode"],
-  plan: ["Read", "Glob", "Grep", "Bash", "ExitPlanMode"],
+  agent: ["Read", "Glob", "Grep", "Write", "Edit", "Bash", "BrowserPreview", "new_context", "EnterPlanMode"],
+  plan: ["Read", "Glob", "Grep", "Bash", "BrowserPreview", "new_context", "ExitPlanMode"],
 };
 
 export function toolsFor(mode: OperatingMode): ToolSpec[] {

@@ -1,4 +1,6 @@
-// Runs the built-in file tools (Read, Glob, Grep, Write, Edit) inside one workspace. Paths are
+// Runs the built-in file tools (Read, Glob, Grep, Write, Edit), Bash, BrowserPreview and new_context
+// (browser-preview.ts: the browser runs in the sandbox, workspace files it loads are read here
+// through the same confinement as Read) inside one workspace. Paths are
 // confined to the real workspace (symlinks resolved) and checked against the deny-list; Write and
 // Edit also refuse `.pi/plan/`. Bash runs only in the bubblewrap sandbox (bash-runner.ts, sandbox.ts)
 // and is never run unconfined. Every tool takes the workspace's lock (workspace-lock.ts): file tools
@@ -9,10 +11,12 @@ import picomatch from "picomatch";
 import { AppError } from "../protocol/app-error.ts";
 import type { ToolExecuteResult } from "../protocol/schemas.ts";
 import { runBash } from "./bash-runner.ts";
+import { runBrowserPreview, runNewContext } from "./browser-preview.ts";
 import { withWorkspaceLock } from "./workspace-lock.ts";
 
 export const MAX_READ_BYTES = 256 * 1024;
 const MAX_RESULTS = 500;
+const MAX_PREVIEW_FILE_BYTES = 10 * 1024 * 1024;
 
 const DENY_ALWAYS = [
   ".env",
@@ -130,6 +134,22 @@ export function createToolRunner({ workspaceRoot }: { workspaceRoot: string }) {
     }
   }
 
+  /** Bytes of a confined regular file for BrowserPreview (O_NOFOLLOW, at most MAX_PREVIEW_FILE_BYTES). */
+  async function readBytes(abs: string): Promise<Buffer> {
+    const handle = await fs.open(abs, constants.O_RDONLY | constants.O_NOFOLLOW).catch(() => {
+      throw new AppError("FILE_NOT_FOUND");
+    });
+    try {
+      const st = await handle.stat();
+      if (!st.isFile()) throw new AppError("FILE_NOT_FOUND", "not a regular file");
+      const buf = Buffer.alloc(Math.min(st.size, MAX_PREVIEW_FILE_BYTES));
+      const { bytesRead } = await handle.read(buf, 0, buf.length, 0);
+      return buf.subarray(0, bytesRead);
+    } finally {
+      await handle.close();
+    }
+  }
+
   async function writeFileSafe(abs: string, content: string): Promise<void> {
     await fs.mkdir(path.dirname(abs), { recursive: true });
     // O_NOFOLLOW: a symlink planted at the final component is refused rather than followed.
@@ -234,6 +254,16 @@ export function createToolRunner({ workspaceRoot }: { workspaceRoot: string }) {
           ...(ctx.onOutput ? { onOutput: ctx.onOutput } : {}),
           ...(ctx.signal ? { signal: ctx.signal } : {}),
         });
+      case "BrowserPreview":
+        return runBrowserPreview(args, {
+          workspace: await root(),
+          confine: (p) => confine(p, false),
+          readFile: readBytes,
+          ...(ctx.sessionId ? { sessionId: ctx.sessionId } : {}),
+          ...(ctx.signal ? { signal: ctx.signal } : {}),
+        });
+      case "new_context":
+        return runNewContext(args);
       default:
         throw new AppError("TOOL_NOT_FOUND");
     }

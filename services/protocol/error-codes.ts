@@ -24,6 +24,8 @@ export const ErrorCode = {
   TOOL_FAILED: "TOOL_FAILED",
   TOOL_TIMEOUT: "TOOL_TIMEOUT",
   PLUGIN_DISABLED_IN_PLAN: "PLUGIN_DISABLED_IN_PLAN",
+  PLUGIN_NOT_FOUND: "PLUGIN_NOT_FOUND",
+  PLUGIN_UNAVAILABLE: "PLUGIN_UNAVAILABLE",
   WRITE_DISABLED_IN_PLAN: "WRITE_DISABLED_IN_PLAN",
   EDIT_DISABLED_IN_PLAN: "EDIT_DISABLED_IN_PLAN",
   PERMISSION_REQUIRED: "PERMISSION_REQUIRED",
@@ -33,6 +35,7 @@ export const ErrorCode = {
   PERMISSION_ALREADY_RESOLVED: "PERMISSION_ALREADY_RESOLVED",
   SANDBOX_UNAVAILABLE: "SANDBOX_UNAVAILABLE",
   PATH_OUTSIDE_WORKSPACE: "PATH_OUTSIDE_WORKSPACE",
+  BROWSER_URL_NOT_ALLOWED: "BROWSER_URL_NOT_ALLOWED",
   WORKSPACE_PATH_DENIED: "WORKSPACE_PATH_DENIED",
   FILE_NOT_FOUND: "FILE_NOT_FOUND",
   FILE_IS_BINARY: "FILE_IS_BINARY",
@@ -115,6 +118,11 @@ export const errorCodeInfo: Record<ErrorCode, ErrorCodeInfo> = {
     message: "The tool ran past its timeout; it and every process it started were ended.",
   },
   PLUGIN_DISABLED_IN_PLAN: { retriable: false, message: "Plugin tools are hidden and denied in Plan mode." },
+  PLUGIN_NOT_FOUND: { retriable: false, message: "No plugin with that id is registered." },
+  PLUGIN_UNAVAILABLE: {
+    retriable: true,
+    message: "The plugin process did not answer (no responder or timeout); the call may not have run.",
+  },
   WRITE_DISABLED_IN_PLAN: { retriable: false, message: "Write is denied in Plan mode." },
   EDIT_DISABLED_IN_PLAN: { retriable: false, message: "Edit is denied in Plan mode." },
   PERMISSION_REQUIRED: {
@@ -137,6 +145,10 @@ export const errorCodeInfo: Record<ErrorCode, ErrorCodeInfo> = {
     message: "The tool sandbox cannot start here; the program was not run unconfined.",
   },
   PATH_OUTSIDE_WORKSPACE: { retriable: false, message: "The path resolves outside the workspace." },
+  BROWSER_URL_NOT_ALLOWED: {
+    retriable: false,
+    message: "BrowserPreview loads only loopback http(s) URLs and workspace file:// URLs.",
+  },
   WORKSPACE_PATH_DENIED: {
     retriable: false,
     message: "The path is on the deny-list (keys, .env, .git/objects, or .pi/plan for writes).",

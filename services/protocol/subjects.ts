@@ -49,6 +49,16 @@ export function eventWildcard(prefix: string): string {
   return `${prefix}.evt.>`;
 }
 
+/** A plugin tool call, host -> plugin process: `<prefix>.plugin.<pluginId>.<tool>`. */
+export function pluginSubject(prefix: string, pluginId: string, tool: string): string {
+  return `${prefix}.plugin.${pluginId}.${tool}`;
+}
+
+/** Every tool of one plugin (what a plugin process subscribes to). */
+export function pluginWildcard(prefix: string, pluginId: string): string {
+  return `${prefix}.plugin.${pluginId}.*`;
+}
+
 /** Test hooks (PI_TEST_HOOKS=1 only): `<prefix>.test.<name>`. */
 export function testSubject(prefix: string, name: string): string {
   return `${prefix}.test.${name}`;
@@ -74,6 +84,15 @@ export type SchedulingMethod = (typeof SCHEDULING_METHODS)[number];
 export const PERMISSION_METHODS = ["permissions.pending", "permissions.resolve"] as const;
 export type PermissionMethod = (typeof PERMISSION_METHODS)[number];
 
+/** Plugin registry methods, served by services/host/plugins-api.ts. */
+export const PLUGIN_METHODS = [
+  "plugins.register",
+  "plugins.list",
+  "plugins.enable",
+  "plugins.disable",
+] as const;
+export type PluginMethod = (typeof PLUGIN_METHODS)[number];
+
 export const CLIENT_METHODS = [
   "host.hello",
   "host.status",
@@ -90,9 +109,13 @@ export const CLIENT_METHODS = [
   "artifacts.read",
   ...SCHEDULING_METHODS,
   ...PERMISSION_METHODS,
+  ...PLUGIN_METHODS,
 ] as const;
-/** Methods served by services/host/client-api.ts (every client method but the scheduling and permission ones). */
-export type ClientMethod = Exclude<(typeof CLIENT_METHODS)[number], SchedulingMethod | PermissionMethod>;
+/** Methods served by services/host/client-api.ts (every client method but the scheduling, permission and plugin ones). */
+export type ClientMethod = Exclude<
+  (typeof CLIENT_METHODS)[number],
+  SchedulingMethod | PermissionMethod | PluginMethod
+>;
 
 export const AGENT_METHODS = [
   "claim",

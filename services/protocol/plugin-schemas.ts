@@ -1,0 +1,122 @@
+// Wire schemas of the plugin methods (docs/protocol.md, "Plugins") and of a plugin tool call, with the
+// manifest checks TypeBox cannot express: no built-in tool name, no duplicate names, risk normalised
+// (missing or invalid counts as medium, DESIGN §7).
+import { type Static, Type } from "typebox";
+import { AppError } from "./app-error.ts";
+import type { ToolResultText } from "./schemas.ts";
+
+/** A subject token: plugin ids and tool names become parts of `<prefix>.plugin.<pluginId>.<tool>`. */
+const Token = Type.String({ pattern: "^[A-Za-z0-9_-]{1,64}$" });
+
+export type PluginRisk = "low" | "medium" | "high";
+
+/** The built-in tools of the host (DESIGN §7); a plugin may not register one of these names. */
+export const BUILTIN_TOOL_NAMES: ReadonlySet<string> = new Set([
+  "Read",
+  "Glob",
+  "Grep",
+  "Write",
+  "Edit",
+  "Bash",
+  "EnterPlanMode",
+  "ExitPlanMode",
+  "BrowserPreview",
+  "new_context",
+]);
+
+export const PluginToolSchema = Type.Object(
+  {
+    name: Token,
+    description: Type.String({ maxLength: 4000 }),
+    /** A JSON schema object describing the tool's arguments, shown to the model as is. */
+    parameters: Type.Record(Type.String(), Type.Unknown()),
+    /** low | medium | high; anything else, or nothing, counts as medium. */
+    risk: Type.Optional(Type.Unknown()),
+  },
+  { additionalProperties: false },
+);
+
+export const PluginManifestSchema = Type.Object(
+  {
+    id: Token,
+    name: Type.Optional(Type.String({ maxLength: 200 })),
+    tools: Type.Array(PluginToolSchema, { minItems: 1, maxItems: 100 }),
+  },
+  { additionalProperties: false },
+);
+
+export const PluginsRegisterParams = Type.Object(
+  { manifest: PluginManifestSchema },
+  { additionalProperties: false },
+);
+export type PluginsRegisterParams = Static<typeof PluginsRegisterParams>;
+
+export const PluginRef = Type.Object({ pluginId: Token }, { additionalProperties: false });
+export type PluginRef = Static<typeof PluginRef>;
+
+export interface PluginToolManifest {
+  name: string;
+  description: string;
+  parameters: Record<string, unknown>;
+  risk: PluginRisk;
+}
+
+/** A manifest as stored: every tool with a normalised risk. */
+export interface PluginManifest {
+  id: string;
+  name?: string;
+  tools: PluginToolManifest[];
+}
+
+export interface PluginView {
+  id: string;
+  name: string | null;
+  enabled: boolean;
+  tools: PluginToolManifest[];
+  registeredBy: string;
+  createdAt: string;
+  updatedAt: string;
+}
+
+/** Missing or invalid risk counts as medium. */
+export function normaliseRisk(risk: unknown): PluginRisk {
+  return risk === "low" || risk === "high" ? risk : "medium";
+}
+
+/** Checks a decoded manifest beyond its schema and normalises it; a violation is INVALID_PARAMS. */
+export function normaliseManifest(m: Static<typeof PluginManifestSchema>): PluginManifest {
+  const seen = new Set<string>();
+  const tools: PluginToolManifest[] = [];
+  for (const t of m.tools) {
+    if (BUILTIN_TOOL_NAMES.has(t.name))
+      throw new AppError("INVALID_PARAMS", `plugin tool ${t.name} collides with a built-in tool`, {
+        details: { field: "tools.name", tool: t.name },
+      });
+    if (seen.has(t.name))
+      throw new AppError("INVALID_PARAMS", `plugin tool ${t.name} is listed twice`, {
+        details: { field: "tools.name", tool: t.name },
+      });
+    seen.add(t.name);
+    tools.push({
+      name: t.name,
+      description: t.description,
+      parameters: t.parameters,
+      risk: normaliseRisk(t.risk),
+    });
+  }
+  return { id: m.id, ...(m.name !== undefined ? { name: m.name } : {}), tools };
+}
+
+/** The body the host sends on `<prefix>.plugin.<pluginId>.<tool>`, only after the policy allowed it. */
+export interface PluginCallRequest {
+  sessionId: string;
+  turnId: string;
+  toolCallId: string;
+  args: Record<string, unknown>;
+}
+
+/** The `result` of a plugin's reply envelope. */
+export interface PluginCallResult {
+  content: ToolResultText[];
+  isError?: boolean;
+}

@@ -1,0 +1,151 @@
+// BrowserPreview and new_context over NATS against the real host, the test acting as the worker of
+// a Plan session (both are read-only, allowed in both modes). The page is served by the test on
+// 127.0.0.1; its script and image reach for other origins, which the host-side request routing
+// blocks (the browser itself runs in the bubblewrap sandbox with no network). Workspace file://
+// pages render; file:// outside the workspace and non-loopback URLs are refused; no call writes
+// into the workspace; without its sandbox user the browser never starts (SANDBOX_UNAVAILABLE).
+import { createServer, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
+import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import path from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { runBrowserPreview } from "../services/host/browser-preview.ts";
+import type { ToolExecuteResult, TurnAssignment } from "../services/protocol/schemas.ts";
+import { openStackDir, sandboxTurn } from "./support/sandbox.ts";
+import { createStack, type Stack } from "./support/stack.ts";
+
+let stack: Stack;
+let server: Server;
+let origin = "";
+const hits: string[] = [];
+
+const PAGE = `<!doctype html><html><head><title>Loopback Preview</title></head><body>
+<h1>Hello from loopback</h1><p id="fetch">fetch pending</p>
+<img id="img" src="https://images.example.net/cat.png" alt="">
+<script>
+fetch("https://example.com/").then(
+  () => { document.getElementById("fetch").textContent = "fetch reached example.com"; },
+  () => { document.getElementById("fetch").textContent = "fetch blocked"; });
+</script></body></html>`;
+
+beforeAll(async () => {
+  stack = await createStack("browserpreview");
+  openStackDir(stack);
+  await stack.startHost();
+  server = createServer((req, res) => {
+    hits.push(req.url ?? "");
+    res.setHeader("content-type", "text/html; charset=utf-8");
+    res.end(PAGE);
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  origin = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+}, 30_000);
+
+afterAll(async () => {
+  await new Promise((r) => server?.close(r));
+  await stack?.close();
+});
+
+let calls = 0;
+function call(a: TurnAssignment, tool: string, args: Record<string, unknown>) {
+  const toolCallId = `bp${++calls}`;
+  return stack.agent.call<ToolExecuteResult>("tools.execute", {
+    sessionId: a.sessionId,
+    turnId: a.turnId,
+    token: a.token,
+    toolCallId,
+    tool,
+    args,
+    batch: [{ toolCallId, tool }],
+  });
+}
+
+const textOf = (r: ToolExecuteResult) => r.content.map((c) => ("text" in c ? c.text : "")).join("");
+
+function listing(dir: string): string[] {
+  return readdirSync(dir, { recursive: true }).map(String).sort();
+}
+
+describe("BrowserPreview", () => {
+  it("renders a loopback page in Plan, blocks every other origin, and writes only the scratch PNG", async () => {
+    const { ws, assignment } = await sandboxTurn(stack, "plan");
+    const before = listing(ws);
+    const r = await call(assignment, "BrowserPreview", { url: `${origin}/`, waitMs: 300 });
+    expect(r.isError, textOf(r)).toBe(false);
+    expect(textOf(r)).toContain("Loopback Preview");
+    expect(textOf(r)).toContain("Hello from loopback");
+    expect(textOf(r)).toContain("fetch blocked");
+    const d = r.details as { title: string; url: string; screenshotPath: string; blocked: string[] };
+    expect(d.title).toBe("Loopback Preview");
+    expect(d.url).toBe(`${origin}/`);
+    expect(d.blocked).toEqual(
+      expect.arrayContaining(["https://example.com/", "https://images.example.net/cat.png"]),
+    );
+    expect(hits).toEqual(["/"]);
+    expect(d.screenshotPath.startsWith(path.join(stack.env.dataDir, "scratch", assignment.sessionId))).toBe(
+      true,
+    );
+    expect(existsSync(d.screenshotPath)).toBe(true);
+    expect(readFileSync(d.screenshotPath).subarray(1, 4).toString()).toBe("PNG");
+    expect(listing(ws)).toEqual(before);
+  }, 30_000);
+
+  it("renders a workspace file:// page with its relative assets, and refuses other URLs", async () => {
+    const { ws, assignment } = await sandboxTurn(stack, "plan");
+    mkdirSync(path.join(ws, "site"), { recursive: true });
+    writeFileSync(path.join(ws, "site", "style.css"), "h1 { color: rgb(200, 0, 0); }");
+    writeFileSync(
+      path.join(ws, "site", "index.html"),
+      `<html><head><title>Workspace Page</title><link rel="stylesheet" href="style.css"></head>
+<body><h1>From the workspace</h1><p id="c"></p><img src="http://127.0.0.2/x.png">
+<script>addEventListener("load", () => { document.getElementById("c").textContent =
+"color " + getComputedStyle(document.querySelector("h1")).color; });</script></body></html>`,
+    );
+    writeFileSync(path.join(ws, ".env"), "SECRET=1");
+    const ok = await call(assignment, "BrowserPreview", { url: `file://${ws}/site/index.html` });
+    expect(ok.isError, textOf(ok)).toBe(false);
+    expect(textOf(ok)).toContain("Workspace Page");
+    expect(textOf(ok)).toContain("From the workspace");
+    expect(textOf(ok)).toContain("color rgb(200, 0, 0)");
+    expect((ok.details as { blocked: string[] }).blocked).toContain("http://127.0.0.2/x.png");
+
+    const outside = await call(assignment, "BrowserPreview", { url: "file:///etc/passwd" });
+    expect(outside).toMatchObject({ isError: true, code: "PATH_OUTSIDE_WORKSPACE" });
+    const dotdot = await call(assignment, "BrowserPreview", { url: `file://${ws}/../../etc/hostname` });
+    expect(dotdot).toMatchObject({ isError: true, code: "PATH_OUTSIDE_WORKSPACE" });
+    const denied = await call(assignment, "BrowserPreview", { url: `file://${ws}/.env` });
+    expect(denied).toMatchObject({ isError: true, code: "WORKSPACE_PATH_DENIED" });
+    for (const url of ["https://example.com/", "http://10.0.0.1/", "ftp://127.0.0.1/", "data:text/html,x"]) {
+      const r = await call(assignment, "BrowserPreview", { url });
+      expect(r, url).toMatchObject({ isError: true, code: "BROWSER_URL_NOT_ALLOWED" });
+    }
+    const badWait = await call(assignment, "BrowserPreview", { url: `${origin}/`, waitMs: 10_001 });
+    expect(badWait).toMatchObject({ isError: true, code: "INVALID_PARAMS" });
+  }, 30_000);
+
+  it("is SANDBOX_UNAVAILABLE, never unconfined, without its sandbox user", async () => {
+    const r = await runBrowserPreview(
+      { url: `${origin}/` },
+      {
+        workspace: stack.dir,
+        confine: async (p) => ({ abs: p, rel: p }),
+        readFile: async () => Buffer.alloc(0),
+        settings: { user: "pihost-no-such-user", dataDir: stack.env.dataDir },
+      },
+    );
+    expect(r).toMatchObject({ isError: true, code: "SANDBOX_UNAVAILABLE" });
+  });
+});
+
+describe("new_context", () => {
+  it("answers in Plan that the context was compacted and writes nothing", async () => {
+    const { ws, assignment } = await sandboxTurn(stack, "plan");
+    const offered = assignment.tools.map((t) => t.name);
+    expect(offered).toEqual(expect.arrayContaining(["BrowserPreview", "new_context"]));
+    const before = listing(ws);
+    const r = await call(assignment, "new_context", { summary: "we looked at the page" });
+    expect(r.isError).toBe(false);
+    expect(textOf(r)).toContain("compacted");
+    expect(listing(ws)).toEqual(before);
+  });
+});
