@@ -10,16 +10,10 @@ import { decodeJson } from "../services/protocol/envelope.ts";
 import type { SessionEvent } from "../services/protocol/events.ts";
 import type { PermissionRequestView } from "../services/protocol/permission-schemas.ts";
 import type { ScheduledRunView, ScheduledTaskView } from "../services/protocol/scheduling-schemas.ts";
-import type {
-  ProjectView,
-  SessionView,
-  ToolExecuteResult,
-  TurnAssignment,
-  TurnOffer,
-} from "../services/protocol/schemas.ts";
+import type { ProjectView, SessionView, TurnAssignment, TurnOffer } from "../services/protocol/schemas.ts";
 import { agentSubject } from "../services/protocol/subjects.ts";
 import { createStack, type EventCollector, type Stack } from "./support/stack.ts";
-import { promptAndClaim, refusalCode } from "./support/worker-double.ts";
+import { promptAndClaim, refusalCode, executeTool } from "./support/worker-double.ts";
 
 let stack: Stack;
 
@@ -51,17 +45,8 @@ async function liveTurn(
   return { ws, session, assignment, events };
 }
 
-function exec(a: TurnAssignment, toolCallId: string, tool: string, args: Record<string, unknown>) {
-  return stack.agent.call<ToolExecuteResult>("tools.execute", {
-    sessionId: a.sessionId,
-    turnId: a.turnId,
-    token: a.token,
-    toolCallId,
-    tool,
-    args,
-    batch: [{ toolCallId, tool }],
-  });
-}
+const exec = (a: TurnAssignment, toolCallId: string, tool: string, args: Record<string, unknown>) =>
+  executeTool(stack, a, toolCallId, tool, args);
 
 type Requested = SessionEvent<"permission.requested">;
 type Resolved = SessionEvent<"permission.resolved">;

@@ -9,15 +9,10 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { SessionEvent } from "../services/protocol/events.ts";
 import type { PermissionRequestView } from "../services/protocol/permission-schemas.ts";
 import type { PluginView } from "../services/protocol/plugin-schemas.ts";
-import type {
-  ProjectView,
-  SessionView,
-  ToolExecuteResult,
-  TurnAssignment,
-} from "../services/protocol/schemas.ts";
+import type { ProjectView, SessionView, TurnAssignment } from "../services/protocol/schemas.ts";
 import { type ManagedProcess, spawnTs } from "./support/processes.ts";
 import { createStack, type Stack } from "./support/stack.ts";
-import { promptAndClaim, refusalCode } from "./support/worker-double.ts";
+import { promptAndClaim, refusalCode, executeTool } from "./support/worker-double.ts";
 
 let stack: Stack;
 let plugin: ManagedProcess;
@@ -90,17 +85,8 @@ async function liveTurn(mode: "agent" | "plan", permissionMode: string) {
   return { session, assignment, events };
 }
 
-function exec(a: TurnAssignment, toolCallId: string, tool: string, args: Record<string, unknown>) {
-  return stack.agent.call<ToolExecuteResult>("tools.execute", {
-    sessionId: a.sessionId,
-    turnId: a.turnId,
-    token: a.token,
-    toolCallId,
-    tool,
-    args,
-    batch: [{ toolCallId, tool }],
-  });
-}
+const exec = (a: TurnAssignment, toolCallId: string, tool: string, args: Record<string, unknown>) =>
+  executeTool(stack, a, toolCallId, tool, args);
 
 type Requested = SessionEvent<"permission.requested">;
 

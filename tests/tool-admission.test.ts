@@ -9,14 +9,9 @@ import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { AppError } from "../services/protocol/app-error.ts";
 import type { SessionEvent } from "../services/protocol/events.ts";
-import type {
-  ProjectView,
-  SessionView,
-  ToolExecuteResult,
-  TurnAssignment,
-} from "../services/protocol/schemas.ts";
+import type { ProjectView, SessionView, TurnAssignment } from "../services/protocol/schemas.ts";
 import { createStack, type Stack } from "./support/stack.ts";
-import { promptAndClaim, refusalCode } from "./support/worker-double.ts";
+import { promptAndClaim, refusalCode, executeTool } from "./support/worker-double.ts";
 
 let stack: Stack;
 
@@ -43,17 +38,8 @@ async function liveTurn(permissionMode: string) {
   return { ws, session, events, assignment: await promptAndClaim(stack, session.id) };
 }
 
-function exec(a: TurnAssignment, toolCallId: string, tool: string, args: Record<string, unknown>) {
-  return stack.agent.call<ToolExecuteResult>("tools.execute", {
-    sessionId: a.sessionId,
-    turnId: a.turnId,
-    token: a.token,
-    toolCallId,
-    tool,
-    args,
-    batch: [{ toolCallId, tool }],
-  });
-}
+const exec = (a: TurnAssignment, toolCallId: string, tool: string, args: Record<string, unknown>) =>
+  executeTool(stack, a, toolCallId, tool, args);
 
 describe("tools.execute admission", () => {
   it("a prompt holds the session's slot; a second call is HOST_OVERLOADED, retriable, unrecorded", async () => {

@@ -2,7 +2,7 @@
 // the host's offer of that turn and claim it, so the test holds the turn's capability token.
 import { AppError } from "../../services/protocol/app-error.ts";
 import { decodeJson } from "../../services/protocol/envelope.ts";
-import type { TurnAssignment, TurnOffer } from "../../services/protocol/schemas.ts";
+import type { ToolExecuteResult, TurnAssignment, TurnOffer } from "../../services/protocol/schemas.ts";
 import { agentSubject } from "../../services/protocol/subjects.ts";
 import type { Stack } from "./stack.ts";
 
@@ -30,4 +30,25 @@ export async function refusalCode(p: Promise<unknown>): Promise<string> {
   if (!(err instanceof AppError))
     throw new Error(`expected a refusal, got ${err === null ? "success" : String(err)}`);
   return err.code;
+}
+
+/** One tool call of a claimed turn, alone in its batch, as the worker would send it. */
+export function executeTool(
+  stack: Stack,
+  a: TurnAssignment,
+  toolCallId: string,
+  tool: string,
+  args: Record<string, unknown>,
+  extra: Record<string, unknown> = {},
+): Promise<ToolExecuteResult> {
+  return stack.agent.call<ToolExecuteResult>("tools.execute", {
+    sessionId: a.sessionId,
+    turnId: a.turnId,
+    token: a.token,
+    toolCallId,
+    tool,
+    args,
+    batch: [{ toolCallId, tool }],
+    ...extra,
+  });
 }
