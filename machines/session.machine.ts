@@ -98,6 +98,11 @@ export const sessionMachine = setup({
     expirePlan: notProvided,
   },
   actions: {
+    /** The request this state's step works on, and where its answer goes. */
+    takeRequest: assign(({ event }) => ({
+      reply: "reply" in event ? (event.reply ?? null) : null,
+      request: event,
+    })),
     /** Answers a RESOLVE that arrives while no pending approval is being held: read-only from the rows. */
     answerResolveFromRows: (_, _params: { event: SessionEvent }) => {},
     /** Offers the current turn to the worker queue group (prompt turns and queued executions). */
@@ -204,11 +209,11 @@ export const sessionMachine = setup({
       on: {
         PROMPT: {
           target: "prompting",
-          actions: assign(({ event }) => ({ reply: event.reply, request: event })),
+          actions: "takeRequest",
         },
         CONFIGURE: {
           target: "configuring",
-          actions: assign(({ event }) => ({ reply: event.reply, request: event })),
+          actions: "takeRequest",
         },
         ABORT: {
           actions: ({ context, event }) => event.reply.ok({ sessionId: context.sessionId, aborted: null }),
@@ -254,14 +259,14 @@ export const sessionMachine = setup({
         CLAIM: {
           guard: "isUnclaimedTurn",
           target: "claiming",
-          actions: assign(({ event }) => ({ reply: event.reply, request: event })),
+          actions: "takeRequest",
         },
         // DESIGN §7: EnterPlanMode only in Agent, ExitPlanMode only in the active Plan turn.
         ENTER_PLAN: [
           {
             guard: and(["isLeasedTurn", "inAgent"]),
             target: "enteringPlan",
-            actions: assign(({ event }) => ({ reply: event.reply, request: event })),
+            actions: "takeRequest",
           },
           { guard: "isLeasedTurn", actions: ({ event }) => event.reply.fail("PLAN_ALREADY_ACTIVE") },
         ],
@@ -269,7 +274,7 @@ export const sessionMachine = setup({
           {
             guard: and(["isLeasedTurn", "inPlan"]),
             target: "submitting",
-            actions: assign(({ event }) => ({ reply: event.reply, request: event })),
+            actions: "takeRequest",
           },
           { guard: "isLeasedTurn", actions: ({ event }) => event.reply.fail("PLAN_NOT_ACTIVE") },
         ],
@@ -277,11 +282,11 @@ export const sessionMachine = setup({
           // a worker's own end needs the lease; the host's lease-loss notice carries no reply
           guard: ({ context, event }) => event.turnId === context.turnId && (context.leased || !event.reply),
           target: "ending",
-          actions: assign(({ event }) => ({ reply: event.reply ?? null, request: event })),
+          actions: "takeRequest",
         },
         ABORT: {
           target: "aborting",
-          actions: assign(({ event }) => ({ reply: event.reply, request: event })),
+          actions: "takeRequest",
         },
       },
     },
@@ -359,11 +364,11 @@ export const sessionMachine = setup({
       on: {
         RESOLVE: {
           target: "resolving",
-          actions: assign(({ event }) => ({ reply: event.reply, request: event })),
+          actions: "takeRequest",
         },
         ABORT: {
           target: "aborting",
-          actions: assign(({ event }) => ({ reply: event.reply, request: event })),
+          actions: "takeRequest",
         },
       },
     },
@@ -425,11 +430,11 @@ export const sessionMachine = setup({
         CLAIM: {
           guard: "isCurrentTurn",
           target: "claiming",
-          actions: assign(({ event }) => ({ reply: event.reply, request: event })),
+          actions: "takeRequest",
         },
         ABORT: {
           target: "aborting",
-          actions: assign(({ event }) => ({ reply: event.reply, request: event })),
+          actions: "takeRequest",
         },
       },
     },

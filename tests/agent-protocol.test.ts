@@ -11,7 +11,7 @@ import type {
   TurnAssignment,
 } from "../services/protocol/schemas.ts";
 import { createStack, type Stack } from "./support/stack.ts";
-import { promptAndClaim, refusalCode } from "./support/worker-double.ts";
+import { executeTool, promptAndClaim, refusalCode } from "./support/worker-double.ts";
 
 let stack: Stack;
 
@@ -45,24 +45,13 @@ async function liveTurn(mode: "plan" | "agent", permissionMode = "inherit") {
   return { ws, session, turnId, assignment };
 }
 
-function exec(
+const exec = (
   a: TurnAssignment,
   toolCallId: string,
   tool: string,
   args: Record<string, unknown>,
   extra: Record<string, unknown> = {},
-) {
-  return stack.agent.call<ToolExecuteResult>("tools.execute", {
-    sessionId: a.sessionId,
-    turnId: a.turnId,
-    token: a.token,
-    toolCallId,
-    tool,
-    args,
-    batch: [{ toolCallId, tool }],
-    ...extra,
-  });
-}
+) => executeTool(stack, a, toolCallId, tool, args, extra);
 
 describe("agent-worker protocol", () => {
   it("a claimed turn carries a token, Plan's tools, and a second claim is refused", async () => {
