@@ -98,6 +98,10 @@ export const sessionMachine = setup({
     expirePlan: notProvided,
   },
   actions: {
+    /** Answers the current request with the finished step's result. */
+    replyOk: ({ context, event }) => context.reply?.ok((event as { output?: StepOutput }).output?.result),
+    /** Answers the current request with the failed step's error. */
+    replyError: ({ context, event }) => context.reply?.error((event as { error?: unknown }).error),
     /** The request this state's step works on, and where its answer goes. */
     takeRequest: assign(({ event }) => ({
       reply: "reply" in event ? (event.reply ?? null) : null,
@@ -232,11 +236,11 @@ export const sessionMachine = setup({
               turnId: event.output.activeTurnId ?? null,
               turnKind: "prompt" as const,
             })),
-            ({ context, event }) => context.reply?.ok(event.output.result),
+            "replyOk",
             { type: "offerTurn", params: ({ context }) => ({ turnId: context.turnId }) },
           ],
         },
-        onError: { target: "idle", actions: ({ context, event }) => context.reply?.error(event.error) },
+        onError: { target: "idle", actions: "replyError" },
       },
     },
     configuring: {
@@ -246,12 +250,9 @@ export const sessionMachine = setup({
         input: stepInput,
         onDone: {
           target: "idle",
-          actions: [
-            assign(({ context, event }) => ({ mode: event.output.mode ?? context.mode })),
-            ({ context, event }) => context.reply?.ok(event.output.result),
-          ],
+          actions: [assign(({ context, event }) => ({ mode: event.output.mode ?? context.mode })), "replyOk"],
         },
-        onError: { target: "idle", actions: ({ context, event }) => context.reply?.error(event.error) },
+        onError: { target: "idle", actions: "replyError" },
       },
     },
     running: {
@@ -303,24 +304,21 @@ export const sessionMachine = setup({
             actions: [
               { type: "revokeToken", params: ({ context }) => ({ turnId: context.turnId }) },
               assign({ turnId: null, turnKind: null, queued: false, leased: false }),
-              ({ context, event }) => context.reply?.ok(event.output.result),
+              "replyOk",
             ],
           },
           {
             target: "running",
-            actions: [
-              assign({ queued: false, leased: true }),
-              ({ context, event }) => context.reply?.ok(event.output.result),
-            ],
+            actions: [assign({ queued: false, leased: true }), "replyOk"],
           },
         ],
         onError: [
           {
             guard: "isQueuedExecution",
             target: "queued",
-            actions: ({ context, event }) => context.reply?.error(event.error),
+            actions: "replyError",
           },
-          { target: "running", actions: ({ context, event }) => context.reply?.error(event.error) },
+          { target: "running", actions: "replyError" },
         ],
       },
     },
@@ -331,12 +329,9 @@ export const sessionMachine = setup({
         input: stepInput,
         onDone: {
           target: "running",
-          actions: [
-            assign({ mode: "plan" as const }),
-            ({ context, event }) => context.reply?.ok(event.output.result),
-          ],
+          actions: [assign({ mode: "plan" as const }), "replyOk"],
         },
-        onError: { target: "running", actions: ({ context, event }) => context.reply?.error(event.error) },
+        onError: { target: "running", actions: "replyError" },
       },
     },
     submitting: {
@@ -353,10 +348,10 @@ export const sessionMachine = setup({
               leased: false,
             })),
             { type: "revokeToken", params: ({ context }) => ({ turnId: context.turnId, park: true }) },
-            ({ context, event }) => context.reply?.ok(event.output.result),
+            "replyOk",
           ],
         },
-        onError: { target: "running", actions: ({ context, event }) => context.reply?.error(event.error) },
+        onError: { target: "running", actions: "replyError" },
       },
     },
     parked: {
@@ -390,7 +385,7 @@ export const sessionMachine = setup({
                 turnKind: "execution" as const,
                 queued: true,
               })),
-              ({ context, event }) => context.reply?.ok(event.output.result),
+              "replyOk",
             ],
           },
           {
@@ -398,11 +393,11 @@ export const sessionMachine = setup({
             target: "idle",
             actions: [
               assign({ proposalId: null, deadlineMs: null, turnId: null, turnKind: null, leased: false }),
-              ({ context, event }) => context.reply?.ok(event.output.result),
+              "replyOk",
             ],
           },
         ],
-        onError: { target: "parked", actions: ({ context, event }) => context.reply?.error(event.error) },
+        onError: { target: "parked", actions: "replyError" },
       },
     },
     expiring: {
@@ -448,12 +443,12 @@ export const sessionMachine = setup({
           actions: [
             { type: "revokeToken", params: ({ context }) => ({ turnId: context.turnId }) },
             assign({ turnId: null, turnKind: null, leased: false }),
-            ({ context, event }) => context.reply?.ok(event.output.result),
+            "replyOk",
           ],
         },
         onError: {
           target: "running",
-          actions: ({ context, event }) => context.reply?.error(event.error),
+          actions: "replyError",
         },
       },
     },
@@ -477,10 +472,10 @@ export const sessionMachine = setup({
               queued: false,
               leased: false,
             }),
-            ({ context, event }) => context.reply?.ok(event.output.result),
+            "replyOk",
           ],
         },
-        onError: { target: "loading", actions: ({ context, event }) => context.reply?.error(event.error) },
+        onError: { target: "loading", actions: "replyError" },
       },
     },
   },

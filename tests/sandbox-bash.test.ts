@@ -46,6 +46,15 @@ afterAll(async () => {
   await stack?.close();
 });
 
+/** A setsid child, a backgrounded looping daemon and a long foreground command, all marked. */
+function daemonsCommand(mark: string): string {
+  return [
+    `setsid bash -c 'sleep 300; : ${mark}' &`,
+    `(bash -c 'while true; do echo tick; sleep 0.1; done; : ${mark}' &)`,
+    `bash -c 'sleep 300; : ${mark}'`,
+  ].join("\n");
+}
+
 let calls = 0;
 function bash(a: TurnAssignment, args: Record<string, unknown>, toolCallId = `b${++calls}`) {
   return stack.agent.call<ToolExecuteResult>("tools.execute", {
@@ -202,11 +211,7 @@ describe("Bash in the sandbox", () => {
     const { assignment } = await sandboxTurn(stack, "agent");
     const events = stack.events(assignment.sessionId);
     const mark = `pihostmark${randomBytes(4).toString("hex")}`;
-    const command = [
-      `setsid bash -c 'sleep 300; : ${mark}' &`,
-      `(bash -c 'while true; do echo tick; sleep 0.1; done; : ${mark}' &)`,
-      `bash -c 'sleep 300; : ${mark}'`,
-    ].join("\n");
+    const command = daemonsCommand(mark);
     const t0 = Date.now();
     const r = await bash(assignment, { command, timeout: 1 }, "to-1");
     expect(Date.now() - t0).toBeLessThan(5000);
@@ -239,11 +244,7 @@ describe("Bash in the sandbox", () => {
     const { assignment } = await sandboxTurn(stack, "agent");
     const events = stack.events(assignment.sessionId);
     const mark = `pihostmark${randomBytes(4).toString("hex")}`;
-    const command = [
-      `setsid bash -c 'sleep 300; : ${mark}' &`,
-      `(bash -c 'while true; do echo tick; sleep 0.1; done; : ${mark}' &)`,
-      `bash -c 'sleep 300; : ${mark}'`,
-    ].join("\n");
+    const command = daemonsCommand(mark);
     const call = bash(assignment, { command, timeout: 120 }, "abort-1");
     await eventually(
       async () => outputsOf(events.all, "abort-1").length > 0 && processesWith(mark).length >= 2,
