@@ -157,7 +157,7 @@ async function assertTraversable(dir: string, uid: number, gid: number): Promise
     if (!ok) {
       throw new Error(
         `embedded Postgres runs as the 'postgres' system user, which cannot enter ${d} (mode ${(st.mode & 0o777).toString(8)}); ` +
-          "choose a PI_DATA_DIR it can reach, allow it (chmod o+x), or set DATABASE_URL",
+          "put the data folder and the checkout where it can reach them, allow it (chmod o+x), or set DATABASE_URL",
       );
     }
     if (d === path.dirname(d)) return;
@@ -291,8 +291,11 @@ async function startEmbeddedPostgres(dataDir: string, log: Logger): Promise<Reso
   let ids: { uid?: number; gid?: number } = {};
   if (isRoot) {
     ids = await postgresIds().catch(() => ({}));
-    if (ids.uid !== undefined && ids.gid !== undefined)
+    if (ids.uid !== undefined && ids.gid !== undefined) {
       await assertTraversable(path.dirname(pgDir), ids.uid, ids.gid);
+      // The binaries run as that user too (a checkout under a 0700 folder would make initdb EACCES).
+      await assertTraversable(path.dirname(bins.postgres), ids.uid, ids.gid);
+    }
   }
   if (!initialised) {
     log.info("infra.postgres_initialising", { dataDir: pgDir });
