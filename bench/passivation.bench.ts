@@ -131,7 +131,7 @@ async function hostSupervisor() {
     const ids = Array.from({ length: N }, (_, i) => `ses_${i + 1}`);
 
     const clock = createClock();
-    const sessions = createSessionStore({ db, clock, workspaceRoots: ["/tmp"] });
+    const sessions = createSessionStore({ db, clock });
     const plans = createPlanStore({ db, clock, sessions, approvalTimeoutMs: 30 * 60_000 });
     const nc = { publish() {} } as unknown as Parameters<typeof createTurnDispatcher>[0]["nc"];
     const dispatcher = createTurnDispatcher({

@@ -11,7 +11,8 @@ const HOSTS = "1700000000003_hosts-and-leases";
 const SCHEDULED = "1700000000004_scheduled-runs";
 const PERMISSIONS = "1700000000005_permission-grants";
 const PLUGINS = "1700000000006_plugins";
-const ALL = [LEGACY, PLAN_MODE, HOSTS, SCHEDULED, PERMISSIONS, PLUGINS];
+const PROJECT_SETTINGS = "1700000000007_project-settings";
+const ALL = [LEGACY, PLAN_MODE, HOSTS, SCHEDULED, PERMISSIONS, PLUGINS, PROJECT_SETTINGS];
 
 // Times are written by the host, never by now(): a fixed clock for every row.
 const T0 = new Date("2024-03-01T10:00:00.000Z");
@@ -330,6 +331,7 @@ describe("legacy chat/agent rows", () => {
       SCHEDULED,
       PERMISSIONS,
       PLUGINS,
+      PROJECT_SETTINGS,
     ]);
 
     expect(await sessionModes(db.pool)).toEqual({ s_chat: "plan", s_agent: "agent" });
@@ -486,6 +488,7 @@ describe("a malformed legacy value", () => {
         SCHEDULED,
         PERMISSIONS,
         PLUGINS,
+        PROJECT_SETTINGS,
       ]);
       expect(await appliedNames(db.pool)).toEqual(ALL);
       const modes = await sessionModes(db.pool);

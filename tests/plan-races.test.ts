@@ -14,6 +14,7 @@ import { createClock } from "../services/host/clock.ts";
 import { createDb, type Db, withTransaction } from "../services/host/db.ts";
 import { migrateUp } from "../services/host/migrate.ts";
 import { createPlanStore, type ResolveOutcome } from "../services/host/plan-store.ts";
+import { createProjectStore } from "../services/host/project-store.ts";
 import { createSessionStore } from "../services/host/session-store.ts";
 import { AppError } from "../services/protocol/app-error.ts";
 import type { ProposalView, SessionView } from "../services/protocol/schemas.ts";
@@ -254,7 +255,8 @@ describe("20 concurrent resolves against the plan store (no actor in between)", 
 
   it("the row lock and version check alone allow exactly one transition per proposal", async () => {
     const clock = createClock();
-    const sessions = createSessionStore({ db, clock, workspaceRoots: [dir] });
+    const sessions = createSessionStore({ db, clock });
+    const projects = createProjectStore({ db, clock, workspaceRoots: [dir] });
     const plans = createPlanStore({ db, clock, sessions, approvalTimeoutMs: 30 * 60_000 });
     const winners: string[] = [];
     // Several rounds (fresh sessions) so both interleavings of the mix get raced.
@@ -262,7 +264,7 @@ describe("20 concurrent resolves against the plan store (no actor in between)", 
       const first: Mix = (["approve", "reject", "approves"] as const)[round % 3]!;
       const ws = path.join(dir, `ws-${round}`);
       mkdirSync(ws);
-      const project = await sessions.createProject("alice", `p${round}`, ws);
+      const project = await projects.create("alice", `p${round}`, ws);
       const session = await sessions.createSession(
         "alice",
         { projectId: project.id, mode: "plan", approvers: ["bob"] },

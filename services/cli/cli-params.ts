@@ -21,6 +21,34 @@ export const APPROVE_MODES: typeof EXECUTION_PERMISSION_MODES = ["ask", "accept-
 
 export const DEMO_MODEL: ModelConfig = { provider: "scripted", model: "demo" };
 
+/** `project configure` options to a projects.configure body; refuses a request that changes nothing. */
+export function projectConfigureParams(
+  projectId: string,
+  opts: { network?: string; previewOrigin?: string[]; clearPreviewOrigins?: boolean; expectVersion?: string },
+): Record<string, unknown> {
+  const body: Record<string, unknown> = { projectId };
+  if (opts.network !== undefined) {
+    if (opts.network !== "on" && opts.network !== "off")
+      throw new UsageError(`--network must be on or off, got ${JSON.stringify(opts.network)}`);
+    body.network = opts.network === "on";
+  }
+  if (opts.clearPreviewOrigins && opts.previewOrigin?.length)
+    throw new UsageError("--clear-preview-origins and --preview-origin exclude each other");
+  if (opts.clearPreviewOrigins) body.previewOrigins = [];
+  else if (opts.previewOrigin?.length) body.previewOrigins = opts.previewOrigin;
+  if (opts.expectVersion !== undefined) {
+    const v = Number(opts.expectVersion);
+    if (!Number.isInteger(v) || v < 0)
+      throw new UsageError(
+        `--expect-version must be a whole number, got ${JSON.stringify(opts.expectVersion)}`,
+      );
+    body.expectedVersion = v;
+  }
+  if (!("network" in body) && !("previewOrigins" in body))
+    throw new UsageError("nothing to change: give --network, --preview-origin or --clear-preview-origins");
+  return body;
+}
+
 export function projectCreateParams(opts: { name: string; root: string }, cwd: string) {
   return { name: opts.name, workspaceRoot: path.resolve(cwd, opts.root) };
 }

@@ -135,6 +135,51 @@ describe("commands", () => {
     expect(log[0]).toBe('call projects.create {"name":"demo","workspaceRoot":"/home/alice/ws"}');
   });
 
+  it("project configure sends the settings and prints the project; nothing to change is a usage error", async () => {
+    const view = {
+      id: "pr1",
+      name: "demo",
+      workspaceRoot: "/ws",
+      owner: "alice",
+      network: true,
+      previewOrigins: ["https://docs.example.com"],
+      version: 2,
+      createdAt: "x",
+      updatedAt: "y",
+    };
+    const { bus, log } = fakeBus({ "projects.configure": () => view });
+    const args = [
+      "project",
+      "configure",
+      "pr1",
+      "--network",
+      "on",
+      "--preview-origin",
+      "https://docs.example.com",
+    ];
+    const r = await cli([...args, "--expect-version", "1"], bus);
+    expect(r.code).toBe(0);
+    expect(log[0]).toBe(
+      'call projects.configure {"projectId":"pr1","network":true,"previewOrigins":["https://docs.example.com"],"expectedVersion":1}',
+    );
+    expect(r.stdout).toContain("network:         on");
+    expect(r.stdout).toContain("preview origins: https://docs.example.com");
+    const cleared = await cli(["project", "configure", "pr1", "--clear-preview-origins"], bus);
+    expect(cleared.code).toBe(0);
+    expect(log).toContain('call projects.configure {"projectId":"pr1","previewOrigins":[]}');
+    for (const bad of [
+      ["project", "configure", "pr1"],
+      ["project", "configure", "pr1", "--network", "yes"],
+      ["project", "configure", "pr1", "--network", "on", "--expect-version", "v1"],
+      ["project", "configure", "pr1", "--clear-preview-origins", "--preview-origin", "https://a.example"],
+    ]) {
+      const calls = log.filter((l) => l.startsWith("call")).length;
+      const u = await cli(bad, bus);
+      expect({ bad, code: u.code }).toEqual({ bad, code: 2 });
+      expect(log.filter((l) => l.startsWith("call")).length).toBe(calls);
+    }
+  });
+
   it("session create --script sends the steps; --json prints the raw result", async () => {
     const view = { id: "s1", mode: "plan" };
     const { bus, log } = fakeBus({ "session.create": () => view });

@@ -17,6 +17,7 @@ import {
   operatingMode,
   PERMISSION_MODES,
   permissionMode,
+  projectConfigureParams,
   projectCreateParams,
   resolveParams,
   sessionCreateParams,
@@ -33,6 +34,7 @@ import {
 import {
   formatAbort,
   formatHello,
+  formatProject,
   formatProjectCreated,
   formatProposalList,
   formatResolved,
@@ -123,6 +125,48 @@ function addProjectCommands(program: Command, run: Run): void {
       else if (opts.quiet) out(run, [p.id]);
       else out(run, formatProjectCreated(p));
     });
+  project
+    .command("show")
+    .description("show a project and its tool settings")
+    .argument("<projectId>")
+    .action(async (projectId: string, _opts: unknown, cmd: Command) => {
+      const p = await (await bus(run)).call<ProjectView>("projects.get", { projectId });
+      if (isJson(cmd)) outJson(run, p);
+      else out(run, formatProject(p));
+    });
+  project
+    .command("configure")
+    .description("change a project's tool settings (settings admins only outside development mode)")
+    .argument("<projectId>")
+    .option(
+      "--network <on|off>",
+      "user-mode networking for the project's Bash sandboxes (host loopback stays closed)",
+    )
+    .option(
+      "--preview-origin <origin>",
+      "an origin BrowserPreview may load, repeatable; replaces the list",
+      collect,
+      [],
+    )
+    .option("--clear-preview-origins", "BrowserPreview loads loopback and workspace files only")
+    .option("--expect-version <n>", "refuse unless the project is still at this version")
+    .action(
+      async (
+        projectId: string,
+        opts: {
+          network?: string;
+          previewOrigin?: string[];
+          clearPreviewOrigins?: boolean;
+          expectVersion?: string;
+        },
+        cmd: Command,
+      ) => {
+        const params = projectConfigureParams(projectId, opts);
+        const p = await (await bus(run)).call<ProjectView>("projects.configure", params);
+        if (isJson(cmd)) outJson(run, p);
+        else out(run, formatProject(p));
+      },
+    );
 }
 
 function addSessionCommands(program: Command, run: Run): void {

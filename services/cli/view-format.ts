@@ -6,6 +6,17 @@ export function formatProjectCreated(p: ProjectView): string[] {
   return [`project ${p.id} created: ${p.name} at ${p.workspaceRoot}`];
 }
 
+export function formatProject(p: ProjectView): string[] {
+  return [
+    `project ${p.id}: ${p.name}`,
+    `  workspace:       ${p.workspaceRoot}`,
+    `  owner:           ${p.owner}`,
+    `  network:         ${p.network ? "on (slirp4netns, host loopback closed)" : "off"}`,
+    `  preview origins: ${p.previewOrigins.length > 0 ? p.previewOrigins.join(", ") : "none (loopback and workspace files only)"}`,
+    `  version:         ${p.version}${p.updatedAt ? `, updated ${p.updatedAt}` : ""}`,
+  ];
+}
+
 export function formatSession(s: SessionView): string[] {
   return [
     `session ${s.id}${s.title ? ` "${s.title}"` : ""}`,

@@ -8,7 +8,6 @@ import {
   HelloParams,
   PlansPendingParams,
   PlansResolveParams,
-  ProjectCreateParams,
   SessionConfigureParams,
   SessionCreateParams,
   SessionPromptParams,
@@ -69,11 +68,6 @@ export function createClientApi(deps: {
         sessions: { active, passivated: Math.max(0, r.rows[0].n - active - degraded.length), degraded },
         uptimeMs: Math.round(process.uptime() * 1000),
       };
-    },
-
-    "projects.create": async (principal, params) => {
-      const p = decodeParams(ProjectCreateParams, params);
-      return sessions.createProject(principal, p.name, p.workspaceRoot);
     },
 
     "session.create": async (principal, params) => {

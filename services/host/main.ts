@@ -22,6 +22,8 @@ import { createPermissionsApi } from "./permissions-api.ts";
 import { createPlanStore } from "./plan-store.ts";
 import { createPluginCaller, createPluginStore } from "./plugin-store.ts";
 import { createPluginsApi } from "./plugins-api.ts";
+import { createProjectStore } from "./project-store.ts";
+import { createProjectsApi } from "./projects-api.ts";
 import { createScheduleStore } from "./schedule-store.ts";
 import { createScheduler } from "./scheduler.ts";
 import { createSchedulingApi } from "./scheduling-api.ts";
@@ -74,7 +76,7 @@ async function main(): Promise<void> {
   await reportOrphanArtifacts({ db, log });
   await ensureEventStream(nc, config.prefix, config.streamName, config.streamMaxBytes);
 
-  const sessions = createSessionStore({ db, clock, workspaceRoots: config.workspaceRoots });
+  const sessions = createSessionStore({ db, clock });
 
   const events = createEventPublisher({ nc, prefix: config.prefix, clock });
   let supervisorRef: ReturnType<typeof createSessionSupervisor> | null = null;
@@ -173,6 +175,11 @@ async function main(): Promise<void> {
         hostId: config.hostId,
         devMode: config.devMode,
         testBreakGuard: config.testBreakGuard,
+      }),
+      ...createProjectsApi({
+        store: createProjectStore({ db, clock, workspaceRoots: config.workspaceRoots }),
+        devMode: config.devMode,
+        settingsAdmins: config.settingsAdmins,
       }),
       ...createSchedulingApi({
         settings: createSettingsStore({ db, clock }),

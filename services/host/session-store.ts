@@ -1,14 +1,11 @@
-// Rows of projects, sessions, turns, transcript entries and recorded tool calls. Every write takes
+// Rows of sessions, turns, transcript entries and recorded tool calls (projects: project-store.ts). Every write takes
 // the host clock's time as a parameter; every authoritative change is one transaction.
-import { promises as fs } from "node:fs";
-import path from "node:path";
 import { AppError } from "../protocol/app-error.ts";
 import type {
   ModelConfig,
   OperatingMode,
   PermissionMode,
   PlanningState,
-  ProjectView,
   SessionView,
   ToolExecuteResult,
   TurnKind,
@@ -43,15 +40,7 @@ export function canAccess(row: Pick<SessionRow, "owner" | "approvers">, principa
   return row.owner === principal || row.approvers.includes(principal);
 }
 
-export function createSessionStore({
-  db,
-  clock,
-  workspaceRoots,
-}: {
-  db: Db;
-  clock: Clock;
-  workspaceRoots: string[];
-}) {
+export function createSessionStore({ db, clock }: { db: Db; clock: Clock }) {
   async function planningState(
     q: Db | Tx,
     row: SessionRow,
@@ -98,37 +87,6 @@ export function createSessionStore({
 
     async view(q: Db | Tx, row: SessionRow): Promise<SessionView> {
       return view(row, await planningState(q, row));
-    },
-
-    /** Projects may live only in an existing directory under a configured workspace root. */
-    async createProject(principal: string, name: string, workspaceRoot: string): Promise<ProjectView> {
-      const requested = path.resolve(workspaceRoot);
-      const real = await fs.realpath(requested).catch(() => null);
-      const st = real ? await fs.stat(real).catch(() => null) : null;
-      const allowed = await Promise.all(workspaceRoots.map((r) => fs.realpath(r).catch(() => null)));
-      const inside =
-        real !== null && allowed.some((r) => r !== null && (real === r || real.startsWith(r + path.sep)));
-      if (!real || !st?.isDirectory() || !inside) {
-        throw new AppError(
-          "WORKSPACE_NOT_ALLOWED",
-          `${requested} is not an existing directory under a configured workspace root`,
-        );
-      }
-      const id = newId("prj");
-      const at = clock.date();
-      await withTransaction(db, async (tx) => {
-        await tx.query(
-          "INSERT INTO projects (id, name, workspace_root, owner, created_at) VALUES ($1, $2, $3, $4, $5)",
-          [id, name, real, principal, at],
-        );
-        await appendAudit(tx, {
-          at,
-          principal,
-          action: "project.create",
-          details: { projectId: id, workspaceRoot: real },
-        });
-      });
-      return { id, name, workspaceRoot: real, createdAt: at.toISOString() };
     },
 
     async createSession(

@@ -8,6 +8,7 @@ export const ErrorCode = {
   UNKNOWN_METHOD: "UNKNOWN_METHOD",
   FORBIDDEN: "FORBIDDEN",
   PROJECT_NOT_FOUND: "PROJECT_NOT_FOUND",
+  PROJECT_VERSION_CONFLICT: "PROJECT_VERSION_CONFLICT",
   SESSION_NOT_FOUND: "SESSION_NOT_FOUND",
   WORKSPACE_NOT_ALLOWED: "WORKSPACE_NOT_ALLOWED",
   AGENT_BUSY: "AGENT_BUSY",
@@ -83,6 +84,10 @@ export const errorCodeInfo: Record<ErrorCode, ErrorCodeInfo> = {
   UNKNOWN_METHOD: { retriable: false, message: "No such method on this subject." },
   FORBIDDEN: { retriable: false, message: "The principal is neither the session's owner nor an approver." },
   PROJECT_NOT_FOUND: { retriable: false, message: "No project with that id." },
+  PROJECT_VERSION_CONFLICT: {
+    retriable: false,
+    message: "The project changed since the version the request expected; read it again.",
+  },
   SESSION_NOT_FOUND: { retriable: false, message: "No session with that id." },
   WORKSPACE_NOT_ALLOWED: {
     retriable: false,
@@ -147,7 +152,8 @@ export const errorCodeInfo: Record<ErrorCode, ErrorCodeInfo> = {
   PATH_OUTSIDE_WORKSPACE: { retriable: false, message: "The path resolves outside the workspace." },
   BROWSER_URL_NOT_ALLOWED: {
     retriable: false,
-    message: "BrowserPreview loads only loopback http(s) URLs and workspace file:// URLs.",
+    message:
+      "BrowserPreview loads only loopback http(s) URLs, workspace file:// URLs and the project's listed origins.",
   },
   WORKSPACE_PATH_DENIED: {
     retriable: false,

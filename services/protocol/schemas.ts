@@ -4,6 +4,8 @@ import { type Static, type TSchema, Type } from "typebox";
 import { Compile } from "typebox/compile";
 import { AppError } from "./app-error.ts";
 
+export type { ProjectView } from "./project-schemas.ts";
+
 const Id = Type.String({ pattern: "^[A-Za-z0-9_-]{1,64}$" });
 const Principal = Type.String({ pattern: "^[A-Za-z0-9_-]{1,64}$" });
 
@@ -61,14 +63,6 @@ export type ModelConfig = Static<typeof ModelConfig>;
 // ---- client methods -------------------------------------------------------------------------
 
 export const HelloParams = Type.Object({ protocolVersion: Type.Integer() }, { additionalProperties: false });
-
-export const ProjectCreateParams = Type.Object(
-  {
-    name: Type.String({ minLength: 1, maxLength: 200 }),
-    workspaceRoot: Type.String({ minLength: 1, maxLength: 4096 }),
-  },
-  { additionalProperties: false },
-);
 
 export const EmptyParams = Type.Object({}, { additionalProperties: false });
 
@@ -236,13 +230,6 @@ export interface ToolExecuteResult {
   terminate?: boolean;
   details?: Record<string, unknown>;
   next?: { mode: OperatingMode; systemPrompt: string; tools: ToolSpec[] };
-}
-
-export interface ProjectView {
-  id: string;
-  name: string;
-  workspaceRoot: string;
-  createdAt: string;
 }
 
 export interface SessionView {

@@ -93,10 +93,14 @@ export const PLUGIN_METHODS = [
 ] as const;
 export type PluginMethod = (typeof PLUGIN_METHODS)[number];
 
+/** Project methods, served by services/host/projects-api.ts. */
+export const PROJECT_METHODS = ["projects.create", "projects.get", "projects.configure"] as const;
+export type ProjectMethod = (typeof PROJECT_METHODS)[number];
+
 export const CLIENT_METHODS = [
   "host.hello",
   "host.status",
-  "projects.create",
+  ...PROJECT_METHODS,
   "session.create",
   "session.get",
   "session.list",
@@ -111,10 +115,10 @@ export const CLIENT_METHODS = [
   ...PERMISSION_METHODS,
   ...PLUGIN_METHODS,
 ] as const;
-/** Methods served by services/host/client-api.ts (every client method but the scheduling, permission and plugin ones). */
+/** Methods served by services/host/client-api.ts (every client method but the project, scheduling, permission and plugin ones). */
 export type ClientMethod = Exclude<
   (typeof CLIENT_METHODS)[number],
-  SchedulingMethod | PermissionMethod | PluginMethod
+  ProjectMethod | SchedulingMethod | PermissionMethod | PluginMethod
 >;
 
 export const AGENT_METHODS = [
