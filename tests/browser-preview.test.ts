@@ -123,6 +123,60 @@ describe("BrowserPreview", () => {
     expect(badWait).toMatchObject({ isError: true, code: "INVALID_PARAMS" });
   }, 30_000);
 
+  it("loads the origins the project lists (exact origin), and nothing else beyond loopback", async () => {
+    // 127.0.0.2 is not one of the loopback names BrowserPreview allows by itself: it stands in for
+    // an origin elsewhere (the machine has no other network to serve one from).
+    const listedHits: string[] = [];
+    const otherHits: string[] = [];
+    let otherOrigin = "";
+    const listed = createServer((req, res) => {
+      listedHits.push(req.url ?? "");
+      if (req.url === "/pixel.svg") {
+        res.setHeader("content-type", "image/svg+xml");
+        return res.end('<svg xmlns="http://www.w3.org/2000/svg" width="1" height="1"/>');
+      }
+      res.setHeader("content-type", "text/html; charset=utf-8");
+      res.end(`<!doctype html><html><head><title>Listed Origin</title></head><body><h1>listed</h1>
+<p id="img">img pending</p><p id="other">other pending</p>
+<img src="/pixel.svg" onload="document.getElementById('img').textContent='img loaded'">
+<script>fetch(${JSON.stringify(`${otherOrigin}/`)}).then(() => { document.getElementById("other").textContent = "other reached"; },
+  () => { document.getElementById("other").textContent = "other blocked"; });</script></body></html>`);
+    });
+    const other = createServer((req, res) => {
+      otherHits.push(req.url ?? "");
+      res.end("other");
+    });
+    await new Promise<void>((resolve) => listed.listen(0, "127.0.0.2", resolve));
+    await new Promise<void>((resolve) => other.listen(0, "127.0.0.2", resolve));
+    try {
+      const listedOrigin = `http://127.0.0.2:${(listed.address() as AddressInfo).port}`;
+      otherOrigin = `http://127.0.0.2:${(other.address() as AddressInfo).port}`;
+      const page = `${listedOrigin}/`;
+      const { projectId, assignment } = await sandboxTurn(stack, "plan");
+      const before = await call(assignment, "BrowserPreview", { url: page });
+      expect(before).toMatchObject({ isError: true, code: "BROWSER_URL_NOT_ALLOWED" });
+      expect(listedHits).toEqual([]);
+
+      await stack.rpc("alice").call("projects.configure", {
+        projectId,
+        previewOrigins: [`${listedOrigin}/`],
+      });
+      const r = await call(assignment, "BrowserPreview", { url: page, waitMs: 300 });
+      expect(r.isError, textOf(r)).toBe(false);
+      expect(textOf(r)).toContain("Listed Origin");
+      expect(textOf(r)).toContain("img loaded");
+      expect(textOf(r)).toContain("other blocked");
+      expect(listedHits).toEqual(["/", "/pixel.svg"]);
+      expect(otherHits).toEqual([]);
+      expect((r.details as { blocked: string[] }).blocked).toContain(`${otherOrigin}/`);
+      const direct = await call(assignment, "BrowserPreview", { url: `${otherOrigin}/` });
+      expect(direct).toMatchObject({ isError: true, code: "BROWSER_URL_NOT_ALLOWED" });
+    } finally {
+      await new Promise((r) => listed.close(r));
+      await new Promise((r) => other.close(r));
+    }
+  }, 30_000);
+
   it("is SANDBOX_UNAVAILABLE, never unconfined, without its sandbox user", async () => {
     const r = await runBrowserPreview(
       { url: `${origin}/` },

@@ -189,9 +189,10 @@ export function createAgentApi(deps: {
       throw new AppError("INVALID_PARAMS", "the batch must contain this call");
     }
     // One round trip: a recorded result for this call (a retry), the durable mode, read now by
-    // sessionId, and whether an allow-session grant covers this tool. requestedMode is diagnostic only.
+    // sessionId, whether an allow-session grant covers this tool, and the project's tool settings
+    // (network, preview origins: a change applies to the next call). requestedMode is diagnostic only.
     const r = await db.query(
-      `SELECT s.mode, s.permission_mode, s.owner, s.approvers, p.workspace_root,
+      `SELECT s.mode, s.permission_mode, s.owner, s.approvers, p.workspace_root, p.network_allowed, p.preview_origins,
               (SELECT value->>'permissionMode' FROM app_settings WHERE key = 'defaults') AS app_permission,
               (SELECT result FROM tool_calls WHERE turn_id = $2 AND tool_call_id = $3) AS recorded,
               EXISTS (SELECT 1 FROM scheduled_runs WHERE session_id = s.id) AS unattended,
@@ -315,7 +316,11 @@ export function createAgentApi(deps: {
         } else {
           let seq = 0;
           const abort = deps.aborts?.open(p.turnId);
-          result = await createToolRunner({ workspaceRoot: s.workspace_root })
+          result = await createToolRunner({
+            workspaceRoot: s.workspace_root,
+            network: s.network_allowed === true,
+            previewOrigins: s.preview_origins ?? [],
+          })
             .run(p.tool, p.args, {
               sessionId: lease.sessionId,
               ...(abort ? { signal: abort.signal } : {}),

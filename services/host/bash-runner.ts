@@ -31,6 +31,8 @@ export interface BashContext {
   signal?: AbortSignal;
   settings?: SandboxSettings;
   defaultTimeoutMs?: number;
+  /** The project allows network: the sandbox gets user-mode networking (slirp4netns). */
+  network?: boolean;
 }
 
 export function bashDefaultTimeoutMs(env: NodeJS.ProcessEnv = process.env): number {
@@ -129,7 +131,13 @@ async function runBashIn(
   if (ctx.signal?.aborted) return result("TURN_ABORTED", "the call was aborted before it started", {});
   let sandbox: Awaited<ReturnType<typeof startSandbox>>;
   try {
-    sandbox = await startSandbox({ workspace: ctx.workspace, sessionId, command: parsed.command, settings });
+    sandbox = await startSandbox({
+      workspace: ctx.workspace,
+      sessionId,
+      command: parsed.command,
+      settings,
+      network: ctx.network === true,
+    });
   } catch (err) {
     if (err instanceof AppError && err.code === "SANDBOX_UNAVAILABLE")
       return result("SANDBOX_UNAVAILABLE", err.message, err.details ?? {});
@@ -216,6 +224,9 @@ async function runBashIn(
     stdoutBytes: out.stdout.total,
     stderrBytes: out.stderr.total,
   };
+  const failure = sandbox.failure();
+  if (!live && failure)
+    return result("SANDBOX_UNAVAILABLE", `${failure}; nothing ran`, { reason: failure, network: true });
   if (!live && !reason)
     return result("SANDBOX_UNAVAILABLE", "bwrap failed to start the sandbox; nothing ran", {
       reason: "bwrap failed to start",

@@ -4,7 +4,9 @@
 // starts as its "executable"; the --remote-debugging-pipe fds 3 and 4 pass through): no network, a
 // private /tmp with the profile, /dev/shm, /proc, and neither the workspace nor the scratch folder.
 // Every request of the page is served host-side by playwright's request routing: GET/HEAD to
-// http(s)://127.0.0.1|localhost|[::1] are fetched with Node's fetch and fulfilled; workspace files
+// http(s)://127.0.0.1|localhost|[::1] and to the origins the project lists (projects.configure
+// previewOrigins; compared by canonical origin) are fetched with Node's fetch and fulfilled, redirects
+// not followed (the browser's next request is routed again); workspace files
 // (a file:// URL resolving inside the workspace, shown to the page under the synthetic origin
 // WORKSPACE_ORIGIN) are read through the tool runner's path confinement; everything else is aborted
 // and counted. The screenshot PNG is written by the host into the session's scratch folder
@@ -21,6 +23,7 @@ import { AppError } from "../protocol/app-error.ts";
 import type { ErrorCode } from "../protocol/error-codes.ts";
 import type { ToolExecuteResult } from "../protocol/schemas.ts";
 import {
+  deviceBinds,
   findProgram,
   lookupSandboxUser,
   prepareScratch,
@@ -98,19 +101,27 @@ export interface PreviewContext {
   sessionId?: string;
   signal?: AbortSignal;
   settings?: SandboxSettings;
+  /** The project's listed origins (canonical `scheme://host[:port]`), loadable besides loopback. */
+  allowedOrigins?: readonly string[];
 }
 
-export type PreviewTarget = { kind: "loopback"; url: string } | { kind: "workspace"; rel: string };
+export type PreviewTarget = { kind: "fetched"; url: string } | { kind: "workspace"; rel: string };
 
 /** Is this an http(s) URL on the host's loopback? */
 export function isLoopbackUrl(u: URL): boolean {
   return (u.protocol === "http:" || u.protocol === "https:") && LOOPBACK_HOSTS.has(u.hostname);
 }
 
+/** May the host fetch this URL for the page: loopback, or one of the project's listed origins. */
+export function isFetchable(u: URL, allowedOrigins: readonly string[] = []): boolean {
+  if (u.protocol !== "http:" && u.protocol !== "https:") return false;
+  return isLoopbackUrl(u) || allowedOrigins.includes(u.origin);
+}
+
 /** Decides where a BrowserPreview URL may go; throws the refusal. */
 export async function previewTarget(
   raw: string,
-  ctx: Pick<PreviewContext, "confine">,
+  ctx: Pick<PreviewContext, "confine" | "allowedOrigins">,
 ): Promise<PreviewTarget> {
   let u: URL;
   try {
@@ -118,7 +129,7 @@ export async function previewTarget(
   } catch {
     throw new AppError("INVALID_PARAMS", "url must be an absolute URL");
   }
-  if (isLoopbackUrl(u)) return { kind: "loopback", url: u.href };
+  if (isFetchable(u, ctx.allowedOrigins)) return { kind: "fetched", url: u.href };
   if (u.protocol === "file:") {
     if (u.host && u.host !== "localhost")
       throw new AppError("BROWSER_URL_NOT_ALLOWED", "file URLs must not name a host");
@@ -127,7 +138,7 @@ export async function previewTarget(
   }
   throw new AppError(
     "BROWSER_URL_NOT_ALLOWED",
-    `${u.protocol}//${u.host} is not allowed: only http(s)://127.0.0.1, localhost, [::1] and workspace file:// URLs`,
+    `${u.protocol}//${u.host} is not allowed: only http(s)://127.0.0.1, localhost, [::1], workspace file:// URLs and the project's preview origins`,
   );
 }
 
@@ -158,10 +169,7 @@ async function writeWrapper(dir: string, settings: SandboxSettings): Promise<str
     "/tmp",
     "--proc",
     "/proc",
-    "--dev",
-    "/dev",
-    "--tmpfs",
-    "/dev/shm",
+    ...deviceBinds(),
     "--chdir",
     "/tmp",
     "--clearenv",
@@ -209,7 +217,7 @@ function mimeOf(rel: string): string {
   return MIME[path.extname(rel).toLowerCase()] ?? "application/octet-stream";
 }
 
-async function fetchLoopback(route: Route): Promise<void> {
+async function fetchForPage(route: Route): Promise<void> {
   const req = route.request();
   const headers = { ...req.headers() };
   delete headers["accept-encoding"];
@@ -295,9 +303,9 @@ export async function runBrowserPreview(
             return route.fulfill({ status: code === "FILE_NOT_FOUND" ? 404 : 403, body: code });
           }
         }
-        if (isLoopbackUrl(u) && (method === "GET" || method === "HEAD")) {
+        if (isFetchable(u, ctx.allowedOrigins) && (method === "GET" || method === "HEAD")) {
           served++;
-          return await fetchLoopback(route);
+          return await fetchForPage(route);
         }
       } catch {
         return route.abort("failed").catch(() => {});
@@ -307,7 +315,7 @@ export async function runBrowserPreview(
     });
     const page = await context.newPage();
     const navUrl =
-      target.kind === "loopback"
+      target.kind === "fetched"
         ? target.url
         : `${WORKSPACE_ORIGIN}/${target.rel.split("/").map(encodeURIComponent).join("/")}`;
     try {

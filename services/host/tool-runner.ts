@@ -62,7 +62,15 @@ export interface ToolRunContext {
   sessionId?: string;
 }
 
-export function createToolRunner({ workspaceRoot }: { workspaceRoot: string }) {
+export interface ToolRunnerOptions {
+  workspaceRoot: string;
+  /** The project allows network: Bash's sandbox gets user-mode networking (slirp4netns). */
+  network?: boolean;
+  /** Origins (canonical `scheme://host[:port]`) BrowserPreview may load besides loopback and workspace files. */
+  previewOrigins?: readonly string[];
+}
+
+export function createToolRunner({ workspaceRoot, network = false, previewOrigins = [] }: ToolRunnerOptions) {
   let realRoot: string | null = null;
   const root = async () => {
     realRoot ??= await fs.realpath(workspaceRoot);
@@ -250,6 +258,7 @@ export function createToolRunner({ workspaceRoot }: { workspaceRoot: string }) {
       case "Bash":
         return runBash(args, {
           workspace: await root(),
+          network,
           ...(ctx.sessionId ? { sessionId: ctx.sessionId } : {}),
           ...(ctx.onOutput ? { onOutput: ctx.onOutput } : {}),
           ...(ctx.signal ? { signal: ctx.signal } : {}),
@@ -257,6 +266,7 @@ export function createToolRunner({ workspaceRoot }: { workspaceRoot: string }) {
       case "BrowserPreview":
         return runBrowserPreview(args, {
           workspace: await root(),
+          allowedOrigins: previewOrigins,
           confine: (p) => confine(p, false),
           readFile: readBytes,
           ...(ctx.sessionId ? { sessionId: ctx.sessionId } : {}),

@@ -47,7 +47,7 @@ export async function sandboxTurn(
   stack: Stack,
   mode: "agent" | "plan",
   permissionMode = "auto",
-): Promise<{ ws: string; assignment: TurnAssignment }> {
+): Promise<{ ws: string; projectId: string; assignment: TurnAssignment }> {
   const ws = sandboxWorkspace(stack, `ws-${mode}-${Math.random().toString(36).slice(2, 8)}`);
   const alice = stack.rpc("alice");
   const project = await alice.call<ProjectView>("projects.create", { name: "p", workspaceRoot: ws });
@@ -56,5 +56,5 @@ export async function sandboxTurn(
     mode,
     permissionMode,
   });
-  return { ws, assignment: await promptAndClaim(stack, session.id) };
+  return { ws, projectId: project.id, assignment: await promptAndClaim(stack, session.id) };
 }
