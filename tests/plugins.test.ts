@@ -124,6 +124,26 @@ describe("plugins", () => {
     );
   });
 
+  it("arguments that do not fit the tool's schema reach neither a person nor the plugin", async () => {
+    for (const permissionMode of ["auto", "ask"]) {
+      const { assignment, events } = await liveTurn("agent", permissionMode);
+      const before = pluginCalls().length;
+      for (const [i, args] of [{}, { text: 5 }, { text: ["x"] }].entries()) {
+        const r = await exec(assignment, `bad-${i}`, "echo", args);
+        expect({ args, code: r.code }).toEqual({ args, code: "INVALID_PARAMS" });
+        expect((r.details as { problems: string[] }).problems.length).toBeGreaterThan(0);
+      }
+      expect(pluginCalls().length).toBe(before);
+      expect(events.all.filter((e) => e.type === "permission.requested")).toEqual([]);
+      const audit = await stack.db.pool.query(
+        "SELECT decision, code FROM audit_log WHERE turn_id = $1 AND action = 'tool.decision' ORDER BY id",
+        [assignment.turnId],
+      );
+      expect(audit.rows).toEqual(Array(3).fill({ decision: "deny", code: "INVALID_PARAMS" }));
+      events.stop();
+    }
+  });
+
   it("Agent + auto: the turn lists the plugin tools and a medium tool runs in the plugin", async () => {
     const { session, assignment } = await liveTurn("agent", "auto");
     const names = assignment.tools.map((t) => t.name);

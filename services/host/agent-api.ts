@@ -22,7 +22,7 @@ import type { Clock } from "./clock.ts";
 import { type Db, withTransaction } from "./db.ts";
 import type { Audience, EventPublisher } from "./event-publisher.ts";
 import { type PermissionGate, riskOf } from "./permission-gate.ts";
-import { findPluginTool, type PluginCaller } from "./plugin-store.ts";
+import { findPluginTool, type PluginCaller, pluginArgProblems } from "./plugin-store.ts";
 import type { SessionSupervisor } from "./session-supervisor.ts";
 import type { SessionStore } from "./session-store.ts";
 import type { ToolAborts } from "./tool-aborts.ts";
@@ -32,8 +32,13 @@ import type { Lease, TurnDispatcher } from "./turn-dispatcher.ts";
 
 export type AgentHandler = (params: unknown) => Promise<unknown>;
 
-function refusal(code: ErrorCode, message: string): ToolExecuteResult {
-  return { content: [{ type: "text", text: `${code}: ${message}` }], isError: true, code };
+function refusal(code: ErrorCode, message: string, details?: Record<string, unknown>): ToolExecuteResult {
+  return {
+    content: [{ type: "text", text: `${code}: ${message}` }],
+    isError: true,
+    code,
+    ...(details ? { details } : {}),
+  };
 }
 
 function textOf(content: unknown): string {
@@ -228,6 +233,7 @@ export function createAgentApi(deps: {
 
     let result: ToolExecuteResult | null = null;
     let recordDecision: "allow" | "deny" = "allow";
+    let problems: string[] = [];
     if (decision.kind === "allow" && p.tool === "EnterPlanMode" && s.unattended) {
       // An unattended (scheduled) run never waits for a person, so it cannot enter Plan.
       recordDecision = "deny";
@@ -242,6 +248,16 @@ export function createAgentApi(deps: {
         batchViolation(p.batch)
           ? "EnterPlanMode and ExitPlanMode must be the only call of their batch"
           : `${p.tool} is not allowed in ${s.mode} mode`,
+      );
+    } else if (plugin && (problems = pluginArgProblems(plugin.tool, p.args)).length > 0) {
+      // Arguments that do not fit the manifest's schema reach neither a person nor the plugin.
+      recordDecision = "deny";
+      result = refusal(
+        "INVALID_PARAMS",
+        `${p.tool}: arguments do not match the plugin's schema: ${problems.join("; ")}`,
+        {
+          problems,
+        },
       );
     } else if (decision.kind === "prompt" && s.unattended) {
       // Unattended (scheduled) runs never wait for a person: a prompt there is a denial.

@@ -2,6 +2,8 @@
 // Agent claim so enable and disable take effect at once, and the one path to a plugin process:
 // a request on `<prefix>.plugin.<pluginId>.<tool>`, made only after the tool policy allowed the call.
 import type { NatsConnection } from "@nats-io/nats-core";
+import type { TSchema } from "typebox";
+import { Compile } from "typebox/compile";
 import { AppError } from "../protocol/app-error.ts";
 import { decodeJson, encodeJson } from "../protocol/envelope.ts";
 import type {
@@ -35,6 +37,27 @@ function view(r: PluginRow): PluginView {
     createdAt: r.created_at.toISOString(),
     updatedAt: r.updated_at.toISOString(),
   };
+}
+
+/** Compiled argument validators by schema text (manifests change rarely; bounded all the same). */
+const validators = new Map<string, ReturnType<typeof Compile>>();
+const MAX_VALIDATORS = 1000;
+
+/**
+ * Checks a call's arguments against the plugin tool's JSON schema (TypeBox validates plain JSON
+ * schema). Returns the problems (`path: message`), empty when the arguments fit. The host checks
+ * before asking a person or calling the plugin, so a malformed call reaches neither.
+ */
+export function pluginArgProblems(tool: PluginToolManifest, args: Record<string, unknown>): string[] {
+  const key = JSON.stringify(tool.parameters);
+  let v = validators.get(key);
+  if (!v) {
+    if (validators.size >= MAX_VALIDATORS) validators.clear();
+    v = Compile(tool.parameters as TSchema);
+    validators.set(key, v);
+  }
+  if (v.Check(args)) return [];
+  return [...v.Errors(args)].slice(0, 10).map((e) => `${e.instancePath || "/"}: ${e.message}`);
 }
 
 /** The enabled plugin tool with this name, or null (unknown or disabled). One read per call. */
