@@ -117,6 +117,8 @@ describe("plugins", () => {
     expect(await refusalCode(register({ id: "bad", tools: [tool("echo")] }))).toBe("INVALID_PARAMS");
     expect(await refusalCode(register({ id: "bad.id", tools: [tool("z")] }))).toBe("INVALID_PARAMS");
     expect(await refusalCode(register({ id: "bad", tools: [] }))).toBe("INVALID_PARAMS");
+    const badSchema = { name: "z", description: "x", parameters: { type: "string", pattern: "(" } };
+    expect(await refusalCode(register({ id: "bad", tools: [badSchema] }))).toBe("INVALID_PARAMS");
     const rows = await stack.db.pool.query("SELECT id FROM plugins ORDER BY id");
     expect(rows.rows.map((r) => r.id)).toEqual(["echo"]);
     expect(await refusalCode(stack.rpc("alice").call("plugins.enable", { pluginId: "nope" }))).toBe(

@@ -53,7 +53,12 @@ export function pluginArgProblems(tool: PluginToolManifest, args: Record<string,
   let v = validators.get(key);
   if (!v) {
     if (validators.size >= MAX_VALIDATORS) validators.clear();
-    v = Compile(tool.parameters as TSchema);
+    try {
+      v = Compile(tool.parameters as TSchema);
+    } catch (err) {
+      // Registration refuses such schemas; a row that predates that check still refuses the call.
+      return [`the tool's schema cannot be used: ${(err as Error).message}`];
+    }
     validators.set(key, v);
   }
   if (v.Check(args)) return [];

@@ -1,7 +1,8 @@
 // Wire schemas of the plugin methods (docs/protocol.md, "Plugins") and of a plugin tool call, with the
 // manifest checks TypeBox cannot express: no built-in tool name, no duplicate names, risk normalised
 // (missing or invalid counts as medium, DESIGN §7).
-import { type Static, Type } from "typebox";
+import { type Static, type TSchema, Type } from "typebox";
+import { Compile } from "typebox/compile";
 import { AppError } from "./app-error.ts";
 import type { ToolResultText } from "./schemas.ts";
 
@@ -97,6 +98,13 @@ export function normaliseManifest(m: Static<typeof PluginManifestSchema>): Plugi
         details: { field: "tools.name", tool: t.name },
       });
     seen.add(t.name);
+    try {
+      Compile(t.parameters as TSchema);
+    } catch (err) {
+      throw new AppError("INVALID_PARAMS", `plugin tool ${t.name}: parameters is not a usable JSON schema`, {
+        details: { field: "tools.parameters", tool: t.name, reason: (err as Error).message },
+      });
+    }
     tools.push({
       name: t.name,
       description: t.description,
