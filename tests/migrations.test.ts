@@ -12,7 +12,8 @@ const SCHEDULED = "1700000000004_scheduled-runs";
 const PERMISSIONS = "1700000000005_permission-grants";
 const PLUGINS = "1700000000006_plugins";
 const PROJECT_SETTINGS = "1700000000007_project-settings";
-const ALL = [LEGACY, PLAN_MODE, HOSTS, SCHEDULED, PERMISSIONS, PLUGINS, PROJECT_SETTINGS];
+const COMPACTION = "1700000000008_context-compaction";
+const ALL = [LEGACY, PLAN_MODE, HOSTS, SCHEDULED, PERMISSIONS, PLUGINS, PROJECT_SETTINGS, COMPACTION];
 
 // Times are written by the host, never by now(): a fixed clock for every row.
 const T0 = new Date("2024-03-01T10:00:00.000Z");
@@ -332,6 +333,7 @@ describe("legacy chat/agent rows", () => {
       PERMISSIONS,
       PLUGINS,
       PROJECT_SETTINGS,
+      COMPACTION,
     ]);
 
     expect(await sessionModes(db.pool)).toEqual({ s_chat: "plan", s_agent: "agent" });
@@ -489,6 +491,7 @@ describe("a malformed legacy value", () => {
         PERMISSIONS,
         PLUGINS,
         PROJECT_SETTINGS,
+        COMPACTION,
       ]);
       expect(await appliedNames(db.pool)).toEqual(ALL);
       const modes = await sessionModes(db.pool);

@@ -12,7 +12,8 @@
 // and counted. The screenshot PNG is written by the host into the session's scratch folder
 // (`<PI_DATA_DIR>/scratch/<sessionId>/previews/`, owned by the sandbox user, readable by Bash there),
 // never into the workspace: the tool stays read-only in both modes. new_context only answers that
-// the context was compacted: it touches no file; resetting the model's context is the worker's job.
+// the context was compacted: it touches no file; the host serves the compacted context from the next
+// turn on (session-store.ts transcriptPage).
 import { randomBytes } from "node:crypto";
 import { accessSync, constants, promises as fs } from "node:fs";
 import os from "node:os";
@@ -81,7 +82,7 @@ function result(code: ErrorCode | null, text: string, details: Record<string, un
   };
 }
 
-/** new_context: context only, no file touched (the worker resets the model's context). */
+/** new_context: context only, no file touched (the next turn's context starts from its summary). */
 export function runNewContext(args: Record<string, unknown>): ToolExecuteResult {
   const { summary } = args;
   if (summary !== undefined && typeof summary !== "string")

@@ -169,16 +169,46 @@ export function createSessionStore({ db, clock }: { db: Db; clock: Clock }) {
 
     appendTranscript,
 
-    /** Transcript pages in order: entries with id > cursor. */
+    /**
+     * Transcript pages in order: entries with id > cursor. The first page (cursor 0) starts after the
+     * session's latest compaction, a new_context call the host itself allowed and recorded
+     * (tool_calls, never a worker's appended message): a user message carrying its summary, then
+     * everything after its result. Older entries stay in the table as history.
+     */
     async transcriptPage(sessionId: string, cursor: number, limit: number) {
+      let from = cursor;
+      let lead: Record<string, unknown>[] = [];
+      if (cursor === 0) {
+        const c = await db.query(
+          `SELECT e.id, tc.result->'details'->>'summary' AS summary, e.created_at
+             FROM tool_calls tc
+             JOIN transcript_entries e ON e.session_id = tc.session_id AND e.turn_id = tc.turn_id
+              AND e.role = 'toolResult' AND e.message->>'toolCallId' = tc.tool_call_id
+            WHERE tc.session_id = $1 AND tc.tool = 'new_context' AND tc.decision = 'allow'
+              AND (tc.result->'details'->>'compacted')::boolean IS TRUE
+            ORDER BY e.id DESC LIMIT 1`,
+          [sessionId],
+        );
+        const mark = c.rows[0] as { id: string; summary: string | null; created_at: Date } | undefined;
+        if (mark) {
+          from = Number(mark.id);
+          lead = [
+            {
+              role: "user",
+              content: `[The earlier context was compacted by new_context.] Summary of the work so far:\n${mark.summary || "(no summary was given)"}`,
+              timestamp: mark.created_at.getTime(),
+            },
+          ];
+        }
+      }
       const r = await db.query(
         "SELECT id, message FROM transcript_entries WHERE session_id = $1 AND id > $2 ORDER BY id LIMIT $3",
-        [sessionId, cursor, limit + 1],
+        [sessionId, from, limit + 1],
       );
       const rows = r.rows.slice(0, limit);
       const last = rows.at(-1);
       return {
-        messages: rows.map((x: { message: unknown }) => x.message),
+        messages: [...lead, ...rows.map((x: { message: unknown }) => x.message)],
         nextCursor: r.rows.length > limit && last ? Number(last.id) : null,
       };
     },
