@@ -233,7 +233,8 @@ export function createAgentApi(deps: {
 
     let result: ToolExecuteResult | null = null;
     let recordDecision: "allow" | "deny" = "allow";
-    let problems: string[] = [];
+    // A plugin call's arguments against the tool's schema (only when the policy did not deny it).
+    const problems = plugin && decision.kind !== "deny" ? pluginArgProblems(plugin.tool, p.args) : [];
     if (decision.kind === "allow" && p.tool === "EnterPlanMode" && s.unattended) {
       // An unattended (scheduled) run never waits for a person, so it cannot enter Plan.
       recordDecision = "deny";
@@ -249,7 +250,7 @@ export function createAgentApi(deps: {
           ? "EnterPlanMode and ExitPlanMode must be the only call of their batch"
           : `${p.tool} is not allowed in ${s.mode} mode`,
       );
-    } else if (plugin && (problems = pluginArgProblems(plugin.tool, p.args)).length > 0) {
+    } else if (problems.length > 0) {
       // Arguments that do not fit the manifest's schema reach neither a person nor the plugin.
       recordDecision = "deny";
       result = refusal(
