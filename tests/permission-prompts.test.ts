@@ -224,6 +224,23 @@ describe("permission prompts", () => {
     ).toBe(1);
   });
 
+  it("a session that becomes degraded while a prompt waits denies it; nothing runs", async () => {
+    const { ws, session, assignment, events } = await liveTurn();
+    const call = exec(assignment, "w1", "Write", { path: "a.txt", content: "a" });
+    const ev = await requested(events, "w1");
+    // PI_ACTOR_MAX_RESTARTS is 3: the fourth actor failure degrades the session.
+    for (let n = 1; n <= 4; n++) {
+      const r = await stack.hook<{ degraded: boolean }>("actor.fault", { sessionId: session.id });
+      expect(r.degraded).toBe(n === 4);
+    }
+    expect(await call).toMatchObject({ isError: true, code: "PERMISSION_INTERRUPTED" });
+    expect(existsSync(path.join(ws, "a.txt"))).toBe(false);
+    expect(await pending("alice", session.id)).toEqual([]);
+    expect(await refusalCode(resolve("alice", ev.requestId, "allow-once"))).toBe(
+      "PERMISSION_ALREADY_RESOLVED",
+    );
+  });
+
   it("an abort of the turn while waiting denies the prompt and aborts the turn", async () => {
     const { ws, session, assignment, events } = await liveTurn();
     const call = exec(assignment, "w1", "Write", { path: "a.txt", content: "a" });

@@ -605,8 +605,11 @@ export function createSessionSupervisor(deps: SupervisorDeps) {
       degraded.set(sessionId, d);
       failures.delete(sessionId);
       audiences.delete(sessionId);
-      // The worker of its turn (if any) stops; the turn's rows stay until the next start's fence.
+      // The worker of its turn (if any) stops, its waiting permission prompts end as denials
+      // (PERMISSION_INTERRUPTED) and a running tool is aborted; the turn's rows stay until the next
+      // start's fence.
       dispatcher.revoke(snap.context.turnId);
+      if (snap.context.turnId) deps.onTurnRevoked?.(snap.context.turnId);
       log.error("session.degraded", { ...d, maxRestarts, restartWindowMs });
       return;
     }
