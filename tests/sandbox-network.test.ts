@@ -174,4 +174,25 @@ describe("sandbox network per project", () => {
     await eventually(async () => processesWith(mark).length === 0, 5000, "sandbox and stand-in gone");
     expect(existsSync(path.join(ws, `ran-${mark}`))).toBe(false);
   });
+
+  it("a host that dies while a command runs with network leaves neither the sandbox nor slirp4netns", async () => {
+    const ws = sandboxWorkspace(stack, `ws-hostdeath-${randomBytes(3).toString("hex")}`);
+    const mark = `pihostmark${randomBytes(4).toString("hex")}`;
+    const probe = spawnTs(
+      "tests/support/sandbox-gate-probe.ts",
+      { PI_SANDBOX_USER: process.env.PI_SANDBOX_USER, PI_DATA_DIR: stack.env.dataDir },
+      [ws, `sleep 60 ${mark}`],
+    );
+    const started = await probe.waitForEvent("sandbox.started");
+    const slirpOf = `--userns-path=/proc/${started.pid}/ns/user`;
+    expect(processesWith(mark).length).toBeGreaterThan(0);
+    expect(processesWith(slirpOf).length).toBe(1);
+    await probe.kill();
+    // slirp4netns ends through its exit pipe, the sandbox through bwrap's --die-with-parent.
+    await eventually(
+      async () => processesWith(mark).length === 0 && processesWith(slirpOf).length === 0,
+      5000,
+      "sandbox and slirp4netns gone",
+    );
+  });
 });

@@ -1,7 +1,8 @@
-// A stand-in host for tests/sandbox-network.test.ts: starts one sandbox with network whose
-// slirp4netns (PI_SANDBOX_SLIRP4NETNS, a script that never reports ready) keeps the command waiting
-// at the gate, reports the sandbox's first pid as {"event":"sandbox.waiting"}, then waits to be
-// killed. The test kills it and checks that the command never ran and nothing outlived it.
+// A stand-in host for tests/sandbox-network.test.ts: starts one sandbox with network, reports the
+// sandbox's first pid as {"event":"sandbox.waiting"} (and {"event":"sandbox.started"} once the
+// command runs, if it does), then waits to be killed. With PI_SANDBOX_SLIRP4NETNS set to a script
+// that never reports ready the command waits at the gate; with the real slirp4netns it runs. The
+// test kills this process and checks what ran and that nothing outlived it.
 import { sandboxSettingsFromEnv, startSandbox } from "../../services/host/sandbox.ts";
 
 const [workspace, command] = process.argv.slice(2);
@@ -16,4 +17,8 @@ const sandbox = await startSandbox({
 const deadline = Date.now() + 10_000;
 while (sandbox.firstPid() === null && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
 process.stdout.write(`${JSON.stringify({ event: "sandbox.waiting", pid: sandbox.firstPid() })}\n`);
+void sandbox.started.then((started) => {
+  if (started)
+    process.stdout.write(`${JSON.stringify({ event: "sandbox.started", pid: sandbox.firstPid() })}\n`);
+});
 setInterval(() => {}, 1000);
