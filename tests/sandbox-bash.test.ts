@@ -102,6 +102,15 @@ describe("Bash in the sandbox", () => {
     expect(existsSync(path.join(ws, ".pi/plan"))).toBe(true);
   });
 
+  it("/dev/stdout and /dev/stderr can be opened inside, each reaching its own stream", async () => {
+    const { assignment } = await sandboxTurn(stack, "agent");
+    const r = await bash(assignment, {
+      command: "echo to-out > /dev/stdout; echo to-err > /dev/stderr; printf tee | tee /dev/stderr",
+    });
+    expect(r).toMatchObject({ isError: false });
+    expect(r.details).toMatchObject({ stdout: "to-out\ntee", stderr: "to-err\ntee" });
+  });
+
   it("non-zero exit is TOOL_FAILED with the exit code and both streams", async () => {
     const { assignment } = await sandboxTurn(stack, "agent");
     const r = await bash(assignment, { command: "echo out; echo err >&2; exit 7" });

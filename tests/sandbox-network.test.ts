@@ -163,7 +163,7 @@ describe("sandbox network per project", () => {
         PI_DATA_DIR: stack.env.dataDir,
         PI_SANDBOX_SLIRP4NETNS: standIn,
       },
-      [ws, `touch ran-${mark}; sleep 60 ${mark}`],
+      [ws, `touch ran-${mark}; sleep 60; echo ${mark}`],
     );
     const waiting = await probe.waitForEvent("sandbox.waiting");
     expect(waiting.pid).toEqual(expect.any(Number));
@@ -181,7 +181,7 @@ describe("sandbox network per project", () => {
     const probe = spawnTs(
       "tests/support/sandbox-gate-probe.ts",
       { PI_SANDBOX_USER: process.env.PI_SANDBOX_USER, PI_DATA_DIR: stack.env.dataDir },
-      [ws, `sleep 60 ${mark}`],
+      [ws, `sleep 60; echo ${mark}`],
     );
     const started = await probe.waitForEvent("sandbox.started");
     const slirpOf = `--userns-path=/proc/${started.pid}/ns/user`;

@@ -167,8 +167,8 @@ async function runBashIn(
     if (live) emit(stream, chunk);
     else pending.push([stream, chunk]);
   };
-  child.stdout!.on("data", onData("stdout"));
-  child.stderr!.on("data", onData("stderr"));
+  sandbox.stdout.on("data", onData("stdout"));
+  sandbox.stderr.on("data", onData("stderr"));
 
   let reason: "timeout" | "abort" | null = null;
   const kill = (why: "timeout" | "abort") => {
@@ -198,6 +198,9 @@ async function runBashIn(
   const exit = await closed;
   clearTimeout(timer);
   ctx.signal?.removeEventListener("abort", onAbort);
+  // The output pipes end once every writer in the sandbox is gone (the whole sandbox dies with its
+  // first process); bounded all the same, in case something outside kept a copy.
+  await Promise.race([sandbox.outputEnded, new Promise((r) => setTimeout(r, 2000))]);
   if (!live) {
     // Data events of the pipes may still be queued when close is reported: they were bwrap's own.
     for (const [stream, chunk] of pending.splice(0)) out[stream].add(chunk);
@@ -214,8 +217,8 @@ async function runBashIn(
     const tail = out[s].decoder.end();
     if (tail && ctx.onOutput && out[s].streamed < MAX_STREAMED_BYTES) ctx.onOutput(s, tail);
   }
-  child.stdout?.destroy();
-  child.stderr?.destroy();
+  sandbox.stdout.destroy();
+  sandbox.stderr.destroy();
 
   const details = {
     exitCode: exit.code,

@@ -13,8 +13,11 @@
 // starting is SANDBOX_UNAVAILABLE: the program is never run unconfined, nor without the network
 // it was promised.
 import { type ChildProcess, execFile, spawn } from "node:child_process";
-import { existsSync, lstatSync, promises as fs } from "node:fs";
+import { closeSync, constants, existsSync, lstatSync, openSync, promises as fs } from "node:fs";
+import net from "node:net";
+import os from "node:os";
 import path from "node:path";
+import type { Readable } from "node:stream";
 import { AppError } from "../protocol/app-error.ts";
 
 export const DEFAULT_SANDBOX_USER = "pihost-sandbox";
@@ -117,7 +120,54 @@ export interface SandboxProcess {
   firstPid: () => number | null;
   /** Why the sandbox was torn down before the command ran (the network could not be set up). */
   failure: () => string | null;
+  /** The command's stdout and stderr (FIFOs, so /dev/stdout and /dev/stderr open inside). */
+  stdout: Readable;
+  stderr: Readable;
+  /** Resolves when both streams reached their end (every writer in the sandbox is gone). */
+  outputEnded: Promise<void>;
   user: SandboxUser;
+}
+
+/**
+ * The sandbox's stdout and stderr as FIFOs rather than Node's socketpairs: a program inside may
+ * open /dev/stdout or /dev/stderr (/proc/self/fd/N), which fails on a socket. Each FIFO is made in a
+ * private host folder, owned by the sandbox user (opening the magic link checks the inode), opened
+ * at both ends (read end non-blocking) and unlinked at once. Returns the write ends for the child
+ * and the read ends as streams.
+ */
+async function outputFifos(
+  user: SandboxUser,
+): Promise<{ write: [number, number]; read: [net.Socket, net.Socket] }> {
+  const dir = await fs.mkdtemp(path.join(os.tmpdir(), "pihost-out-"));
+  const opened: number[] = [];
+  try {
+    const names = [path.join(dir, "stdout"), path.join(dir, "stderr")];
+    await new Promise<void>((resolve, reject) =>
+      execFile("mkfifo", ["-m", "0600", ...names], (err) => (err ? reject(err) : resolve())),
+    );
+    for (const name of names) await fs.chown(name, user.uid, user.gid);
+    const read = names.map((name) => {
+      const fd = openSync(name, constants.O_RDONLY | constants.O_NONBLOCK);
+      opened.push(fd);
+      return fd;
+    });
+    const write = names.map((name) => {
+      const fd = openSync(name, constants.O_WRONLY);
+      opened.push(fd);
+      return fd;
+    });
+    const streams = read.map((fd) => new net.Socket({ fd, readable: true, writable: false }));
+    return { write: [write[0]!, write[1]!], read: [streams[0]!, streams[1]!] };
+  } catch (err) {
+    for (const fd of opened) {
+      try {
+        closeSync(fd);
+      } catch {}
+    }
+    throw unavailable(`cannot create the sandbox's output pipes: ${(err as Error).message}`);
+  } finally {
+    await fs.rm(dir, { recursive: true, force: true });
+  }
 }
 
 /** Creates (or reuses) the session's scratch folder, owned by the sandbox user, mode 0700. */
@@ -321,11 +371,30 @@ export async function startSandbox(spec: SandboxSpec): Promise<SandboxProcess> {
     if (err instanceof AppError) throw err;
     throw unavailable(`cannot prepare the sandbox's folders: ${(err as Error).message}`);
   }
-  const child = spawn(
-    setpriv,
-    [...asUser(user), bwrap, ...bwrapArgs(spec.workspace, scratch, plan, spec.command, netEtc)],
-    { stdio: ["ignore", "pipe", "pipe", "pipe", "pipe", "pipe"], env: {}, cwd: "/" },
-  );
+  const out = await outputFifos(user);
+  let child: ChildProcess;
+  try {
+    child = spawn(
+      setpriv,
+      [...asUser(user), bwrap, ...bwrapArgs(spec.workspace, scratch, plan, spec.command, netEtc)],
+      { stdio: ["ignore", out.write[0], out.write[1], "pipe", "pipe", "pipe"], env: {}, cwd: "/" },
+    );
+  } finally {
+    // The child holds its own copies; the host keeps only the read ends, so the end of every
+    // writer in the sandbox is the end of the stream.
+    for (const fd of out.write) closeSync(fd);
+  }
+  const [stdout, stderr] = out.read;
+  const outputEnded = Promise.all(
+    out.read.map(
+      (stream) =>
+        new Promise<void>((resolve) => {
+          stream.on("error", () => resolve());
+          stream.on("end", () => resolve());
+          stream.on("close", () => resolve());
+        }),
+    ),
+  ).then(() => {});
   const gate = (child.stdio as unknown as Array<NodeJS.WritableStream>)[5]!;
   gate.on("error", () => {});
   let pid: number | null = null;
@@ -398,5 +467,5 @@ export async function startSandbox(spec: SandboxSpec): Promise<SandboxProcess> {
       sp.kill("SIGKILL");
     }
   });
-  return { child, started, user, firstPid: () => pid, failure: () => failure };
+  return { child, started, user, firstPid: () => pid, failure: () => failure, stdout, stderr, outputEnded };
 }
