@@ -126,6 +126,8 @@ describe("README walk-through", () => {
     expect(r.code, report).toBe(0);
 
     // The prompt stopped at the approval step and said how to approve.
+    expect(r.stdout, report).toMatch(/^ {2}network: {9}off$/m);
+    expect(r.stdout, report).toMatch(/^ {2}preview origins: none \(loopback and workspace files only\)$/m);
     expect(r.stdout, report).toMatch(/^plan submitted: \S+/m);
     expect(r.stdout, report).toMatch(/^plan awaiting approval: \S+/m);
     expect(r.stdout, report).toMatch(/pihost plans approve \S+ --mode/);
