@@ -9,10 +9,10 @@ import type { AddressInfo } from "node:net";
 import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { runBrowserPreview } from "../services/host/browser-preview.ts";
+import { MAX_BODY_BYTES, runBrowserPreview } from "../services/host/browser-preview.ts";
 import type { ToolExecuteResult, TurnAssignment } from "../services/protocol/schemas.ts";
 import { openStackDir, sandboxTurn } from "./support/sandbox.ts";
-import { createStack, type Stack } from "./support/stack.ts";
+import { createStack, eventually, type Stack } from "./support/stack.ts";
 
 let stack: Stack;
 let server: Server;
@@ -174,6 +174,44 @@ describe("BrowserPreview", () => {
     } finally {
       await new Promise((r) => listed.close(r));
       await new Promise((r) => other.close(r));
+    }
+  }, 30_000);
+
+  it("reads at most MAX_BODY_BYTES of an endless response and drops the connection", async () => {
+    let sent = 0;
+    let closed = false;
+    const chunk = Buffer.alloc(256 * 1024, 97);
+    const endless = createServer((req, res) => {
+      if (req.url !== "/huge") {
+        res.setHeader("content-type", "text/html; charset=utf-8");
+        // The page's load event waits for the script, so the call returns after the cut response.
+        return res.end(`<!doctype html><title>Endless</title><p>endless</p><script src="/huge"></script>`);
+      }
+      res.on("close", () => {
+        closed = true;
+      });
+      const pump = () => {
+        while (!closed && sent < 1024 * 1024 * 1024) {
+          sent += chunk.length;
+          if (!res.write(chunk)) return void res.once("drain", pump);
+        }
+      };
+      pump();
+    });
+    await new Promise<void>((resolve) => endless.listen(0, "127.0.0.1", resolve));
+    try {
+      const url = `http://127.0.0.1:${(endless.address() as AddressInfo).port}/`;
+      const { assignment } = await sandboxTurn(stack, "plan");
+      const t0 = Date.now();
+      const r = await call(assignment, "BrowserPreview", { url });
+      expect(r.isError, textOf(r)).toBe(false);
+      expect(Date.now() - t0).toBeLessThan(20_000);
+      expect(r.details).toMatchObject({ title: "Endless", served: 2, truncated: [`${url}huge`] });
+      await eventually(async () => closed, 5000, "the host dropped the endless response");
+      expect(sent).toBeLessThan(MAX_BODY_BYTES * 4);
+    } finally {
+      endless.closeAllConnections();
+      await new Promise((r) => endless.close(r));
     }
   }, 30_000);
 

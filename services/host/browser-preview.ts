@@ -35,7 +35,8 @@ import {
 
 export const MAX_WAIT_MS = 10_000;
 export const MAX_PREVIEW_TEXT_BYTES = 16 * 1024;
-const MAX_BODY_BYTES = 10 * 1024 * 1024;
+/** Bytes of one fetched response the page gets; the rest is not read. */
+export const MAX_BODY_BYTES = 10 * 1024 * 1024;
 const LAUNCH_TIMEOUT_MS = 20_000;
 const NAV_TIMEOUT_MS = 15_000;
 /** Workspace files are shown to the page under this origin (a reserved name that never resolves). */
@@ -218,17 +219,41 @@ function mimeOf(rel: string): string {
   return MIME[path.extname(rel).toLowerCase()] ?? "application/octet-stream";
 }
 
-async function fetchForPage(route: Route): Promise<void> {
+/**
+ * Fetches a loopback or listed-origin request for the page and fulfils it. The body is read as a
+ * stream and cut at MAX_BODY_BYTES (the rest is never read: the connection is dropped), within
+ * NAV_TIMEOUT_MS: a hostile or endless server costs the host bounded memory and time.
+ */
+async function fetchForPage(route: Route): Promise<{ truncated: boolean }> {
   const req = route.request();
   const headers = { ...req.headers() };
   delete headers["accept-encoding"];
-  const res = await fetch(req.url(), { method: req.method(), headers, redirect: "manual" });
-  const buf = Buffer.from(await res.arrayBuffer());
+  const res = await fetch(req.url(), {
+    method: req.method(),
+    headers,
+    redirect: "manual",
+    signal: AbortSignal.timeout(NAV_TIMEOUT_MS),
+  });
+  const chunks: Buffer[] = [];
+  let size = 0;
+  let truncated = false;
+  if (res.body) {
+    for await (const chunk of res.body) {
+      const part = Buffer.from(chunk).subarray(0, MAX_BODY_BYTES - size);
+      chunks.push(part);
+      size += part.length;
+      if (size >= MAX_BODY_BYTES) {
+        truncated = true;
+        break; // cancels the body: nothing more is read
+      }
+    }
+  }
   const out: Record<string, string> = {};
   res.headers.forEach((v, k) => {
     if (k !== "content-encoding" && k !== "content-length" && k !== "transfer-encoding") out[k] = v;
   });
-  await route.fulfill({ status: res.status, headers: out, body: buf.subarray(0, MAX_BODY_BYTES) });
+  await route.fulfill({ status: res.status, headers: out, body: Buffer.concat(chunks) });
+  return { truncated };
 }
 
 /** Runs a BrowserPreview call. Refusals of the URL throw (AppError); sandbox failures are results. */
@@ -275,6 +300,7 @@ export async function runBrowserPreview(
       viewport: { width: 1280, height: 800 },
     });
     const blocked: string[] = [];
+    const truncated: string[] = [];
     let served = 0;
     await context.route("**/*", async (route) => {
       const req = route.request();
@@ -306,7 +332,8 @@ export async function runBrowserPreview(
         }
         if (isFetchable(u, ctx.allowedOrigins) && (method === "GET" || method === "HEAD")) {
           served++;
-          return await fetchForPage(route);
+          if ((await fetchForPage(route)).truncated) truncated.push(req.url());
+          return;
         }
       } catch {
         return route.abort("failed").catch(() => {});
@@ -349,6 +376,7 @@ export async function runBrowserPreview(
       blocked: blocked.slice(0, 50),
       blockedCount: blocked.length,
       served,
+      truncated: truncated.slice(0, 50),
     });
   } finally {
     ctx.signal?.removeEventListener("abort", onAbort);
