@@ -13,7 +13,18 @@ const PERMISSIONS = "1700000000005_permission-grants";
 const PLUGINS = "1700000000006_plugins";
 const PROJECT_SETTINGS = "1700000000007_project-settings";
 const COMPACTION = "1700000000008_context-compaction";
-const ALL = [LEGACY, PLAN_MODE, HOSTS, SCHEDULED, PERMISSIONS, PLUGINS, PROJECT_SETTINGS, COMPACTION];
+const WRITE_FENCE = "1700000000009_write-fence";
+const ALL = [
+  LEGACY,
+  PLAN_MODE,
+  HOSTS,
+  SCHEDULED,
+  PERMISSIONS,
+  PLUGINS,
+  PROJECT_SETTINGS,
+  COMPACTION,
+  WRITE_FENCE,
+];
 
 // Times are written by the host, never by now(): a fixed clock for every row.
 const T0 = new Date("2024-03-01T10:00:00.000Z");
@@ -334,6 +345,7 @@ describe("legacy chat/agent rows", () => {
       PLUGINS,
       PROJECT_SETTINGS,
       COMPACTION,
+      WRITE_FENCE,
     ]);
 
     expect(await sessionModes(db.pool)).toEqual({ s_chat: "plan", s_agent: "agent" });
@@ -492,6 +504,7 @@ describe("a malformed legacy value", () => {
         PLUGINS,
         PROJECT_SETTINGS,
         COMPACTION,
+        WRITE_FENCE,
       ]);
       expect(await appliedNames(db.pool)).toEqual(ALL);
       const modes = await sessionModes(db.pool);

@@ -243,7 +243,7 @@ describe("20 concurrent resolves against the plan store (no actor in between)", 
   beforeAll(async () => {
     tdb = await createTestDatabase("races_store");
     await migrateUp({ databaseUrl: tdb.url });
-    db = createDb(tdb.url, RACERS + 2);
+    db = createDb(tdb.url, { max: RACERS + 2 });
     dir = mkdtempSync(path.join(os.tmpdir(), "pihost-races-store-"));
   });
 

@@ -16,6 +16,7 @@ import {
 } from "../protocol/subjects.ts";
 import type { AgentHandler } from "./agent-api.ts";
 import type { ClientHandler } from "./client-api.ts";
+import { fencedAppError } from "./db.ts";
 
 export async function startHostBus(deps: {
   nc: NatsConnection;
@@ -32,7 +33,9 @@ export async function startHostBus(deps: {
   const respond = (msg: ServiceMsg, run: () => Promise<unknown>) => {
     run().then(
       (result) => msg.respond(okReply(result ?? null)),
-      (err) => {
+      (raw) => {
+        // A write the fence refused: this incarnation was superseded (db.ts); retriable elsewhere.
+        const err = fencedAppError(raw) ?? raw;
         const code = err instanceof AppError ? err.code : "INTERNAL";
         msg.respond(
           errorReply(err, (bug) => log.error("host.bug", { subject: msg.subject, ...errorFields(bug) })),

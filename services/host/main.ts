@@ -56,7 +56,9 @@ async function main(): Promise<void> {
   });
   const applied = await migrateUp({ databaseUrl: pgService.url });
   log.info("host.migrated", { applied });
-  const db = createDb(pgService.url);
+  // The fence runs on a pool of its own; every later write goes through the writer pool below,
+  // which carries this incarnation (DESIGN §6: a superseded incarnation cannot commit).
+  const fenceDb = createDb(pgService.url, { max: 2 });
 
   const nc = await connect({
     servers: config.natsUrl,
@@ -67,11 +69,16 @@ async function main(): Promise<void> {
 
   // The fence runs before the first subscription: nothing is answered for fenced work.
   const fence = await runStartupFence({
-    db,
+    db: fenceDb,
     clock,
     hostId: config.hostId,
     log,
     info: { pid: process.pid, version: pkg.version },
+  });
+  await fenceDb.end();
+  let onFenced: (message: string) => void = () => {};
+  const db = createDb(pgService.url, {
+    writer: { hostId: config.hostId, incarnation: fence.incarnation, onFenced: (m) => onFenced(m) },
   });
   await reportOrphanArtifacts({ db, log });
   await ensureEventStream(nc, config.prefix, config.streamName, config.streamMaxBytes);
@@ -251,6 +258,18 @@ async function main(): Promise<void> {
     await db.end().catch(() => {});
     await pgService.stop().catch(() => {});
     process.exit(0);
+  };
+  // A newer incarnation with this host id took over: stop serving at once, commit nothing more.
+  onFenced = (message) => {
+    if (stopping) return;
+    stopping = true;
+    log.error("host.fenced", { hostId: config.hostId, incarnation: fence.incarnation, message });
+    scheduler.stop();
+    dispatcher.stop();
+    void service.stop().catch(() => {});
+    supervisor.stopAll();
+    // Time for the HOST_FENCED replies already sent to leave; exit code 3 says "superseded".
+    setTimeout(() => process.exit(3), 200);
   };
   process.on("SIGTERM", () => void shutdown("SIGTERM"));
   process.on("SIGINT", () => void shutdown("SIGINT"));

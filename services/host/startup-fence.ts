@@ -2,10 +2,12 @@
 // one transaction marks every earlier pending approval and queued/running execution interrupted,
 // aborts every running turn, denies pending permission prompts and bumps the lease epoch, with one
 // audit row each. Nothing is replayed. Each scoped UPDATE is logged with its count, even when 0.
+// The new incarnation is what the host's writer pool then carries (db.ts): from this commit on, an
+// earlier incarnation still running with the same host id can no longer write (migration 9).
 import type { Logger } from "../protocol/log.ts";
 import { appendAudit } from "./audit-log.ts";
 import type { Clock } from "./clock.ts";
-import { type Db, withTransaction } from "./db.ts";
+import { type Db, WRITE_FENCE_LOCK_CLASS, withTransaction } from "./db.ts";
 
 export interface FenceReport {
   incarnation: number;
@@ -27,6 +29,9 @@ export async function runStartupFence(deps: {
   const { db, clock, hostId, log } = deps;
   const at = clock.date();
   const report = await withTransaction(db, async (tx) => {
+    // Exclusive against every write of this host id in flight (the write fence shares this lock):
+    // an earlier incarnation's transaction either commits before the bump or is refused after it.
+    await tx.query("SELECT pg_advisory_xact_lock($1, hashtext($2))", [WRITE_FENCE_LOCK_CLASS, hostId]);
     const host = await tx.query(
       `INSERT INTO hosts (id, incarnation, started_at, heartbeat_at, lease_expires_at, info) VALUES ($1, 1, $2, $2, $3, $4)
        ON CONFLICT (id) DO UPDATE SET incarnation = hosts.incarnation + 1, started_at = $2, heartbeat_at = $2, lease_expires_at = $3, info = $4

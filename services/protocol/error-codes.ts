@@ -65,6 +65,7 @@ export const ErrorCode = {
   PLAN_EXECUTION_STALE: "PLAN_EXECUTION_STALE",
   PLAN_CONFIGURATION_BLOCKED: "PLAN_CONFIGURATION_BLOCKED",
   HOST_RESTARTED: "HOST_RESTARTED",
+  HOST_FENCED: "HOST_FENCED",
   PERMISSION_INTERRUPTED: "PERMISSION_INTERRUPTED",
   PLAN_REQUIRES_INTERACTIVE_SESSION: "PLAN_REQUIRES_INTERACTIVE_SESSION",
   SCHEDULED_TASK_NOT_FOUND: "SCHEDULED_TASK_NOT_FOUND",
@@ -221,6 +222,10 @@ export const errorCodeInfo: Record<ErrorCode, ErrorCodeInfo> = {
   HOST_RESTARTED: {
     retriable: false,
     message: "Recorded on turns the startup fence aborted: the host restarted; nothing is replayed.",
+  },
+  HOST_FENCED: {
+    retriable: true,
+    message: "This host was superseded by a newer incarnation and committed nothing; it stops serving.",
   },
   PERMISSION_INTERRUPTED: {
     retriable: false,
