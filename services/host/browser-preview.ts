@@ -105,6 +105,8 @@ export interface PreviewContext {
   settings?: SandboxSettings;
   /** The project's listed origins (canonical `scheme://host[:port]`), loadable besides loopback. */
   allowedOrigins?: readonly string[];
+  /** Bytes of one fetched response the page gets (MAX_BODY_BYTES unless a caller asks for fewer). */
+  maxBodyBytes?: number;
 }
 
 export type PreviewTarget = { kind: "fetched"; url: string } | { kind: "workspace"; rel: string };
@@ -221,10 +223,10 @@ function mimeOf(rel: string): string {
 
 /**
  * Fetches a loopback or listed-origin request for the page and fulfils it. The body is read as a
- * stream and cut at MAX_BODY_BYTES (the rest is never read: the connection is dropped), within
+ * stream and cut at maxBytes (MAX_BODY_BYTES; the rest is never read: the connection is dropped), within
  * NAV_TIMEOUT_MS: a hostile or endless server costs the host bounded memory and time.
  */
-async function fetchForPage(route: Route): Promise<{ truncated: boolean }> {
+async function fetchForPage(route: Route, maxBytes: number): Promise<{ truncated: boolean }> {
   const req = route.request();
   const headers = { ...req.headers() };
   delete headers["accept-encoding"];
@@ -239,10 +241,10 @@ async function fetchForPage(route: Route): Promise<{ truncated: boolean }> {
   let truncated = false;
   if (res.body) {
     for await (const chunk of res.body) {
-      const part = Buffer.from(chunk).subarray(0, MAX_BODY_BYTES - size);
+      const part = Buffer.from(chunk).subarray(0, maxBytes - size);
       chunks.push(part);
       size += part.length;
-      if (size >= MAX_BODY_BYTES) {
+      if (size >= maxBytes) {
         truncated = true;
         break; // cancels the body: nothing more is read
       }
@@ -332,7 +334,8 @@ export async function runBrowserPreview(
         }
         if (isFetchable(u, ctx.allowedOrigins) && (method === "GET" || method === "HEAD")) {
           served++;
-          if ((await fetchForPage(route)).truncated) truncated.push(req.url());
+          if ((await fetchForPage(route, ctx.maxBodyBytes ?? MAX_BODY_BYTES)).truncated)
+            truncated.push(req.url());
           return;
         }
       } catch {
