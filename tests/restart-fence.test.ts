@@ -86,12 +86,26 @@ describe("startup fence", () => {
     const s = (await stack.db.pool.query("SELECT mode FROM sessions WHERE id = $1", [session.id])).rows[0];
     expect(s.mode).toBe("plan");
     const audit = await stack.db.pool.query(
-      "SELECT action, code FROM audit_log WHERE session_id = $1 AND action LIKE 'fence.%' ORDER BY id",
+      `SELECT action, code, principal, turn_id, details FROM audit_log
+        WHERE session_id = $1 AND action LIKE 'fence.%' ORDER BY id`,
       [session.id],
     );
+    const by = expect.stringMatching(/^host:/);
     expect(audit.rows).toEqual([
-      { action: "fence.approval", code: "PLAN_APPROVAL_INTERRUPTED" },
-      { action: "fence.turn", code: "HOST_RESTARTED" },
+      {
+        action: "fence.approval",
+        code: "PLAN_APPROVAL_INTERRUPTED",
+        principal: by,
+        turn_id: proposal.turnId,
+        details: { proposalId: proposal.proposalId, incarnation: 2 },
+      },
+      {
+        action: "fence.turn",
+        code: "HOST_RESTARTED",
+        principal: by,
+        turn_id: turnId,
+        details: { turn: turnId, incarnation: 2 },
+      },
     ]);
 
     // The resolve sent with the old identity is stale; nothing changes.

@@ -1,0 +1,159 @@
+// Benchmark (not a test): the startup fence (DESIGN §6, startup-fence.ts) on a database of
+// SESSIONS sessions, once with nothing to fence and once with INFLIGHT sessions holding work (a
+// running turn each; a third also a pending approval, a third a queued execution, a third a pending
+// permission prompt) and every session leased to the host, next to the raw floor measured in the same run: a bare NATS request/reply plus
+// a bare primary-key SELECT. Between runs the fenced rows are put back (not timed).
+// Run: `npm run bench:fence` (needs Postgres and NATS like the tests).
+import { createClock } from "../services/host/clock.ts";
+import { migrateUp } from "../services/host/migrate.ts";
+import { runStartupFence } from "../services/host/startup-fence.ts";
+import type { Logger } from "../services/protocol/log.ts";
+import { connectNats } from "../tests/support/test-nats.ts";
+import { createTestDatabase } from "../tests/support/test-db.ts";
+
+const SESSIONS = Number(process.env.BENCH_SESSIONS || 10_000);
+const INFLIGHT = Number(process.env.BENCH_INFLIGHT || 900);
+const RUNS = Number(process.env.BENCH_RUNS || 7);
+const FLOOR_N = 1000;
+const HOST = "bench-host";
+const silent = { info() {}, warn() {}, error() {}, debug() {} } as unknown as Logger;
+
+function stats(samples: number[]) {
+  const s = [...samples].sort((a, b) => a - b);
+  const q = (p: number) => s[Math.min(s.length - 1, Math.floor(p * s.length))]!;
+  return { p50: q(0.5), max: s.at(-1)!, n: s.length };
+}
+
+async function main() {
+  const tdb = await createTestDatabase("bench_fence");
+  const nc = await connectNats();
+  try {
+    await migrateUp({ databaseUrl: tdb.url });
+    const q = (sql: string, params: unknown[] = []) => tdb.pool.query(sql, params);
+    const at = new Date();
+    await q(
+      "INSERT INTO projects (id, name, workspace_root, owner, created_at) VALUES ('prj_b', 'b', '/tmp', 'alice', $1)",
+      [at],
+    );
+    await q(
+      `INSERT INTO sessions (id, project_id, owner, mode, provider, model, created_at, updated_at)
+       SELECT 'ses_' || g, 'prj_b', 'alice', 'plan', 'scripted', 'demo', $2, $2 FROM generate_series(1, $1::int) g`,
+      [SESSIONS, at],
+    );
+    // Every session's lease belongs to this host (the fence moves them all to the new epoch).
+    await q(
+      "INSERT INTO hosts (id, incarnation, started_at, heartbeat_at, lease_expires_at) VALUES ($1, 1, $2, $2, $2)",
+      [HOST, at],
+    );
+    await q(
+      "INSERT INTO session_leases (session_id, host_id, epoch, acquired_at) SELECT id, $1, 1, $2 FROM sessions",
+      [HOST, at],
+    );
+    // One finished turn per session (history the fence must not touch) and, for INFLIGHT sessions,
+    // a running one; a third of those also wait for an approval, a third run an execution, a third
+    // wait for a permission prompt.
+    await q(
+      `INSERT INTO turns (id, session_id, kind, status, created_at, ended_at)
+       SELECT 'done_' || g, 'ses_' || g, 'prompt', 'completed', $2, $2 FROM generate_series(1, $1::int) g`,
+      [SESSIONS, at],
+    );
+    await q(
+      `INSERT INTO turns (id, session_id, kind, status, created_at)
+       SELECT 'run_' || g, 'ses_' || g, 'prompt', 'running', $2 FROM generate_series(1, $1::int) g`,
+      [INFLIGHT, at],
+    );
+    const approval = (status: string, exec: boolean) => `
+      INSERT INTO plan_approvals (id, request_id, session_id, turn_id, tool_call_id, title, question, markdown,
+        artifact_path, artifact_sha256, artifact_size, status, action, target_permission_mode, created_at, deadline,
+        execution_id, execution_state, execution_turn_id)
+      SELECT 'pa_' || g, 'req_' || g, 'ses_' || g, 'done_' || g, 'call', 't', 'q', '# plan',
+        '.pi/plan/p' || g || '.md', 'sha', 6, '${status}', ${exec ? "'approve', 'auto'" : "NULL, NULL"}, $2, $3,
+        ${exec ? "'exe_' || g, 'running', 'run_' || g" : "NULL, NULL, NULL"}
+      FROM generate_series($1::int, $4::int) g`;
+    const third = Math.floor(INFLIGHT / 3);
+    const later = new Date(at.getTime() + 3600_000);
+    await q(approval("pending", false), [1, at, later, third]);
+    await q(approval("approved", true), [third + 1, at, later, 2 * third]);
+    await q(
+      `INSERT INTO permission_requests (id, session_id, turn_id, tool_call_id, tool, status, created_at, deadline, risk)
+       SELECT 'perm_' || g, 'ses_' || g, 'run_' || g, 'call', 'Bash', 'pending', $2, $3, 'high'
+       FROM generate_series($1::int, $4::int) g`,
+      [2 * third + 1, at, later, INFLIGHT],
+    );
+    await q("ANALYZE");
+
+    const reset = async () => {
+      await q(
+        "UPDATE turns SET status = 'running', error_code = NULL, ended_at = NULL WHERE id LIKE 'run\\_%'",
+      );
+      await q(
+        "UPDATE plan_approvals SET status = 'pending', error_code = NULL, resolved_at = NULL WHERE execution_id IS NULL",
+      );
+      await q(
+        "UPDATE plan_approvals SET execution_state = 'running', error_code = NULL WHERE execution_id IS NOT NULL",
+      );
+      await q("UPDATE permission_requests SET status = 'pending', code = NULL, resolved_at = NULL");
+    };
+    const clock = createClock();
+    const fence = async () => {
+      const t = performance.now();
+      const r = await runStartupFence({ db: tdb.pool, clock, hostId: HOST, log: silent });
+      return { ms: performance.now() - t, r };
+    };
+
+    // Floor: bare NATS round trip + bare PK SELECT, same run.
+    const echo = nc.subscribe("bench.fence.echo", {
+      callback: (_e, m) => {
+        m.respond(m.data);
+      },
+    });
+    const body = new TextEncoder().encode("{}");
+    const timed = async (n: number, fn: () => Promise<unknown>) => {
+      const out: number[] = [];
+      for (let i = 0; i < n; i++) {
+        const t = performance.now();
+        await fn();
+        out.push(performance.now() - t);
+      }
+      return out;
+    };
+    await timed(100, () => nc.request("bench.fence.echo", body));
+    const nats = stats(await timed(FLOOR_N, () => nc.request("bench.fence.echo", body)));
+    const pk = stats(await timed(FLOOR_N, () => q("SELECT mode FROM sessions WHERE id = $1", ["ses_1"])));
+    echo.unsubscribe();
+    const floor = nats.p50 + pk.p50;
+
+    await fence(); // warm-up; fences the seeded work once
+    const empty: number[] = [];
+    for (let i = 0; i < RUNS; i++) empty.push((await fence()).ms);
+    const loaded: number[] = [];
+    let last: Awaited<ReturnType<typeof fence>>["r"] | null = null;
+    for (let i = 0; i < RUNS; i++) {
+      await reset();
+      const { ms, r } = await fence();
+      loaded.push(ms);
+      last = r;
+    }
+    const fenced = last
+      ? last.approvalsInterrupted + last.executionsInterrupted + last.turnsAborted + last.permissionsDenied
+      : 0;
+    const line = (name: string, s: { p50: number; max: number }) =>
+      `${name.padEnd(44)} p50 ${s.p50.toFixed(2).padStart(8)} ms  max ${s.max.toFixed(2).padStart(8)} ms  ratio p50 ${(s.p50 / floor).toFixed(1).padStart(6)}x`;
+    console.log(`startup fence, ${SESSIONS} sessions, ${RUNS} runs each`);
+    console.log(
+      `floor: NATS request/reply p50 ${nats.p50.toFixed(3)} ms + PK SELECT p50 ${pk.p50.toFixed(3)} ms = ${floor.toFixed(3)} ms`,
+    );
+    console.log(line("nothing to fence", stats(empty)));
+    console.log(line(`${INFLIGHT} sessions in flight (${fenced} rows fenced)`, stats(loaded)));
+    if (last)
+      console.log(
+        `last loaded run: ${JSON.stringify({ ...last, fencedProposalIds: last.fencedProposalIds.length })}`,
+      );
+  } finally {
+    await nc.close();
+    await tdb.drop();
+  }
+}
+
+await main();
+process.exit(0);
