@@ -11,6 +11,7 @@ import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from "vitest";
 import {
   BASH_DEFAULT_TIMEOUT_MS,
+  BASH_MAX_COMMAND_BYTES,
   bashDefaultTimeoutMs,
   parseBashArgs,
   runBash,
@@ -214,6 +215,26 @@ describe("Bash in the sandbox", () => {
     expect((await bash(assignment, { command: "true", timeout: 300 })).isError).toBe(false);
     expect((await bash(assignment, { command: "true", timeout: 1 })).isError).toBe(false);
     events.stop();
+  });
+
+  it("refuses a command too long for exec or with a NUL with INVALID_PARAMS, spawning nothing", async () => {
+    const { ws, assignment } = await sandboxTurn(stack, "agent");
+    const long = `touch spawned-long; echo ${"x".repeat(BASH_MAX_COMMAND_BYTES)}`;
+    const tooLong = await bash(assignment, { command: long }, "long-1");
+    expect(tooLong).toMatchObject({
+      isError: true,
+      code: "INVALID_PARAMS",
+      details: { field: "command", max: BASH_MAX_COMMAND_BYTES },
+    });
+    const nul = await bash(assignment, { command: "touch spawned-nul\u0000; echo" }, "nul-1");
+    expect(nul).toMatchObject({ isError: true, code: "INVALID_PARAMS", details: { field: "command" } });
+    expect(existsSync(path.join(ws, "spawned-long"))).toBe(false);
+    expect(existsSync(path.join(ws, "spawned-nul"))).toBe(false);
+    // Just under the limit runs (one argument of that size is fine for exec).
+    const fits = `echo ${"y".repeat(BASH_MAX_COMMAND_BYTES - 200)} | wc -c`;
+    const ok = await bash(assignment, { command: fits });
+    expect(ok).toMatchObject({ isError: false });
+    expect(String(ok.details?.stdout).trim()).toBe(String(BASH_MAX_COMMAND_BYTES - 200 + 1));
   });
 
   it("a timeout ends the command and every descendant, and nothing is reported after it", async () => {

@@ -16,6 +16,9 @@ import { type SandboxSettings, sandboxSettingsFromEnv, startSandbox } from "./sa
 export const BASH_DEFAULT_TIMEOUT_MS = 60_000;
 export const BASH_MIN_TIMEOUT_S = 1;
 export const BASH_MAX_TIMEOUT_S = 300;
+/** Longest command accepted, in UTF-8 bytes: it is one argument of the sandbox's bash, and Linux
+ * refuses a single argument over 128 KiB (MAX_ARG_STRLEN) at exec. */
+export const BASH_MAX_COMMAND_BYTES = 100_000;
 /** Bytes of each stream kept in the final result. */
 export const MAX_RESULT_BYTES = 64 * 1024;
 /** Bytes of each stream streamed as tool.output events; the rest is counted, not sent. */
@@ -58,6 +61,18 @@ export function parseBashArgs(
   const { command, timeout } = args;
   if (typeof command !== "string" || command.trim() === "")
     return result("INVALID_PARAMS", "command must be a non-empty string", { field: "command" });
+  if (Buffer.byteLength(command) > BASH_MAX_COMMAND_BYTES)
+    return result(
+      "INVALID_PARAMS",
+      `command must be at most ${BASH_MAX_COMMAND_BYTES} bytes; write a script file instead`,
+      {
+        field: "command",
+        max: BASH_MAX_COMMAND_BYTES,
+        got: Buffer.byteLength(command),
+      },
+    );
+  if (command.includes("\0"))
+    return result("INVALID_PARAMS", "command must not contain NUL characters", { field: "command" });
   if (timeout === undefined) return { command, timeoutMs: defaultTimeoutMs };
   if (
     typeof timeout !== "number" ||

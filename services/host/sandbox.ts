@@ -379,6 +379,10 @@ export async function startSandbox(spec: SandboxSpec): Promise<SandboxProcess> {
       [...asUser(user), bwrap, ...bwrapArgs(spec.workspace, scratch, plan, spec.command, netEtc)],
       { stdio: ["ignore", out.write[0], out.write[1], "pipe", "pipe", "pipe"], env: {}, cwd: "/" },
     );
+  } catch (err) {
+    // exec refused the arguments (E2BIG) or the program: nothing started.
+    for (const stream of out.read) stream.destroy();
+    throw unavailable(`the sandbox could not be started: ${(err as Error).message}`);
   } finally {
     // The child holds its own copies; the host keeps only the read ends, so the end of every
     // writer in the sandbox is the end of the stream.
