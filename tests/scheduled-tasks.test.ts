@@ -465,4 +465,44 @@ describe("scheduled tasks", () => {
 
     await alice.call("scheduled.delete", { taskId: task.id });
   });
+
+  it("a restart fails runs that never got a turn, whichever host id claimed them; nothing is replayed", async () => {
+    const alice = stack.rpc("alice");
+    const { projectId } = await newProject("recover");
+    const task = await alice.call<ScheduledTaskView>("scheduled.create", {
+      name: "interrupted",
+      cron: "0 3 * * *",
+      timezone: "UTC",
+      projectId,
+      prompt: "never replayed",
+      model: MODEL,
+      enabled: false,
+    });
+    await stack.host!.stop();
+    const at = new Date();
+    const insert = (id: string, status: string, claimedBy: string, hoursAgo: number) =>
+      stack.db.pool.query(
+        `INSERT INTO scheduled_runs (id, task_id, status, scheduled_for, started_at, trigger, claimed_by, principal)
+         VALUES ($1, $2, $3, $4, $4, 'schedule', $5, 'alice')`,
+        [id, task.id, status, new Date(at.getTime() - hoursAgo * HOUR), claimedBy],
+      );
+    const hostId = (await rows<{ id: string }>("SELECT id FROM hosts"))[0]!.id;
+    await insert("run_own", "claimed", hostId, 3);
+    await insert("run_gone", "claimed", "host-that-never-returns", 2);
+    await insert("run_done", "completed", "host-that-never-returns", 1);
+
+    const host = await stack.startHost();
+    expect(await host.waitForEvent("scheduler.recovered")).toMatchObject({ failed: 2 });
+    const after = await rows(
+      "SELECT id, status, error_code FROM scheduled_runs WHERE task_id = $1 ORDER BY id",
+      [task.id],
+    );
+    expect(after).toEqual([
+      { id: "run_done", status: "completed", error_code: null },
+      { id: "run_gone", status: "failed", error_code: "HOST_RESTARTED" },
+      { id: "run_own", status: "failed", error_code: "HOST_RESTARTED" },
+    ]);
+    expect(await projectFootprint(projectId)).toEqual({ sessions: 0, turns: 0, transcript: 0, approvals: 0 });
+    await alice.call("scheduled.delete", { taskId: task.id });
+  });
 });

@@ -486,15 +486,17 @@ export function createScheduleStore({ db, clock }: { db: Db; clock: Clock }) {
     reconcile,
 
     /**
-     * Start-up recovery of this host's runs that never got a turn (the host stopped between the
-     * claim and the prompt): `failed` with HOST_RESTARTED. Nothing is replayed; runs with a turn
-     * follow the turn, which the startup fence has ended.
+     * Start-up recovery of runs that never got a turn (a host stopped between the claim and the
+     * prompt): `failed` with HOST_RESTARTED, whichever host id claimed them. With one host the
+     * startup fence ends every earlier turn of every host id (DESIGN §6), so a run claimed under
+     * another id (a renamed or replaced host) has nobody left to finish it either. Nothing is
+     * replayed; runs with a turn follow the turn, which the fence has ended.
      */
-    async recoverAtStart(hostId: string): Promise<number> {
+    async recoverAtStart(): Promise<number> {
       const r = await db.query(
-        `UPDATE scheduled_runs SET status = 'failed', error_code = 'HOST_RESTARTED', ended_at = $2
-          WHERE claimed_by = $1 AND status IN ('claimed', 'running') AND turn_id IS NULL RETURNING id`,
-        [hostId, clock.date()],
+        `UPDATE scheduled_runs SET status = 'failed', error_code = 'HOST_RESTARTED', ended_at = $1
+          WHERE status IN ('claimed', 'running') AND turn_id IS NULL RETURNING id`,
+        [clock.date()],
       );
       return r.rowCount ?? 0;
     },
