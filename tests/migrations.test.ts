@@ -25,6 +25,8 @@ const ALL = [
   COMPACTION,
   WRITE_FENCE,
 ];
+/** Every migration after the legacy layout, in order. */
+const AFTER_LEGACY = ALL.slice(1);
 
 // Times are written by the host, never by now(): a fixed clock for every row.
 const T0 = new Date("2024-03-01T10:00:00.000Z");
@@ -337,16 +339,7 @@ describe("legacy chat/agent rows", () => {
     const omit = { sessions: ["mode"], app_settings: ["value"], scheduled_tasks: ["config"] };
     const before = await legacySnapshot(db.pool, omit);
 
-    expect(await migrateUp({ databaseUrl: db.url })).toEqual([
-      PLAN_MODE,
-      HOSTS,
-      SCHEDULED,
-      PERMISSIONS,
-      PLUGINS,
-      PROJECT_SETTINGS,
-      COMPACTION,
-      WRITE_FENCE,
-    ]);
+    expect(await migrateUp({ databaseUrl: db.url })).toEqual(AFTER_LEGACY);
 
     expect(await sessionModes(db.pool)).toEqual({ s_chat: "plan", s_agent: "agent" });
 
@@ -496,16 +489,7 @@ describe("a malformed legacy value", () => {
 
       // No half-applied state: once the row is fixed the same migrations apply cleanly.
       await db.pool.query(c.fix);
-      expect(await migrateUp({ databaseUrl: db.url })).toEqual([
-        PLAN_MODE,
-        HOSTS,
-        SCHEDULED,
-        PERMISSIONS,
-        PLUGINS,
-        PROJECT_SETTINGS,
-        COMPACTION,
-        WRITE_FENCE,
-      ]);
+      expect(await migrateUp({ databaseUrl: db.url })).toEqual(AFTER_LEGACY);
       expect(await appliedNames(db.pool)).toEqual(ALL);
       const modes = await sessionModes(db.pool);
       expect(modes.s_chat).toBe("plan");
