@@ -23,6 +23,7 @@ import { createSessionSupervisor } from "../services/host/session-supervisor.ts"
 import { createSessionStore } from "../services/host/session-store.ts";
 import { createTurnDispatcher } from "../services/host/turn-dispatcher.ts";
 import { createTestDatabase } from "../tests/support/test-db.ts";
+import { stats } from "./bench-support.ts";
 
 const N = Number(process.env.BENCH_N || 10_000);
 const HOST_ID = "host-bench";
@@ -40,12 +41,6 @@ async function heap(): Promise<number> {
     await new Promise((r) => setImmediate(r));
   }
   return process.memoryUsage().heapUsed;
-}
-
-function stats(samples: number[]) {
-  const s = [...samples].sort((a, b) => a - b);
-  const q = (p: number) => s[Math.min(s.length - 1, Math.floor(p * s.length))]!;
-  return { p50: q(0.5), p99: q(0.99), n: s.length };
 }
 
 const silent: Logger = { info() {}, warn() {}, error: (e, f) => console.error(e, f) };

@@ -27,22 +27,11 @@ import { agentSubject } from "../services/protocol/subjects.ts";
 import { writePlanArtifact } from "../services/host/plan-artifact.ts";
 import { createStack } from "../tests/support/stack.ts";
 import { createTestDatabase } from "../tests/support/test-db.ts";
+import { type Stats, stats } from "./bench-support.ts";
 
 const N = Number(process.env.BENCH_N || 300);
 const WARMUP = Math.min(30, Math.max(5, Math.floor(N / 10)));
 const PLAN_MARKDOWN = "# Bench plan\n\n1. Write a file.\n2. Report.\n";
-
-interface Stats {
-  p50: number;
-  p99: number;
-  n: number;
-}
-
-function stats(samples: number[]): Stats {
-  const s = [...samples].sort((a, b) => a - b);
-  const q = (p: number) => s[Math.min(s.length - 1, Math.floor(p * s.length))]!;
-  return { p50: q(0.5), p99: q(0.99), n: s.length };
-}
 
 async function timed<T>(out: number[] | null, fn: () => Promise<T>): Promise<T> {
   const t = performance.now();

@@ -9,25 +9,10 @@ import path from "node:path";
 import { promisify } from "node:util";
 import { runBash } from "../services/host/bash-runner.ts";
 import { lookupSandboxUser, sandboxSettingsFromEnv } from "../services/host/sandbox.ts";
+import { stats, time } from "./bench-support.ts";
 
 const N = Number(process.env.BENCH_N || 100);
 const run = promisify(execFile);
-
-function stats(samples: number[]) {
-  const s = [...samples].sort((a, b) => a - b);
-  const q = (p: number) => s[Math.min(s.length - 1, Math.floor(p * s.length))]!;
-  return { p50: Number(q(0.5).toFixed(1)), p99: Number(q(0.99).toFixed(1)), n: s.length };
-}
-
-async function time(n: number, fn: () => Promise<unknown>): Promise<number[]> {
-  const out: number[] = [];
-  for (let i = 0; i < n; i++) {
-    const t = performance.now();
-    await fn();
-    out.push(performance.now() - t);
-  }
-  return out;
-}
 
 async function main() {
   const dir = mkdtempSync(path.join(os.tmpdir(), "pihost-bench-sandbox-"));
@@ -58,10 +43,15 @@ async function main() {
     const plain = await time(N, () => ok(false));
     const net = await time(N, () => ok(true));
     const f = stats(floor);
+    const row = (samples: number[]) => {
+      const s = stats(samples);
+      const ms = (v: number) => Number(v.toFixed(1));
+      return { p50: ms(s.p50), p99: ms(s.p99), n: s.n, ratio: ms(s.p50 / f.p50) };
+    };
     const rows = {
-      "unconfined setpriv + bash (floor)": f,
-      "sandbox, no network": { ...stats(plain), ratio: Number((stats(plain).p50 / f.p50).toFixed(1)) },
-      "sandbox, network (slirp4netns)": { ...stats(net), ratio: Number((stats(net).p50 / f.p50).toFixed(1)) },
+      "unconfined setpriv + bash (floor)": row(floor),
+      "sandbox, no network": row(plain),
+      "sandbox, network (slirp4netns)": row(net),
     };
     console.log(JSON.stringify({ bench: "sandbox-start", unit: "ms", rows }, null, 2));
   } finally {

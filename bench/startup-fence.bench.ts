@@ -10,6 +10,7 @@ import { runStartupFence } from "../services/host/startup-fence.ts";
 import type { Logger } from "../services/protocol/log.ts";
 import { connectNats } from "../tests/support/test-nats.ts";
 import { createTestDatabase } from "../tests/support/test-db.ts";
+import { stats, time } from "./bench-support.ts";
 
 const SESSIONS = Number(process.env.BENCH_SESSIONS || 10_000);
 const INFLIGHT = Number(process.env.BENCH_INFLIGHT || 900);
@@ -17,12 +18,6 @@ const RUNS = Number(process.env.BENCH_RUNS || 7);
 const FLOOR_N = 1000;
 const HOST = "bench-host";
 const silent = { info() {}, warn() {}, error() {}, debug() {} } as unknown as Logger;
-
-function stats(samples: number[]) {
-  const s = [...samples].sort((a, b) => a - b);
-  const q = (p: number) => s[Math.min(s.length - 1, Math.floor(p * s.length))]!;
-  return { p50: q(0.5), max: s.at(-1)!, n: s.length };
-}
 
 async function main() {
   const tdb = await createTestDatabase("bench_fence");
@@ -108,18 +103,9 @@ async function main() {
       },
     });
     const body = new TextEncoder().encode("{}");
-    const timed = async (n: number, fn: () => Promise<unknown>) => {
-      const out: number[] = [];
-      for (let i = 0; i < n; i++) {
-        const t = performance.now();
-        await fn();
-        out.push(performance.now() - t);
-      }
-      return out;
-    };
-    await timed(100, () => nc.request("bench.fence.echo", body));
-    const nats = stats(await timed(FLOOR_N, () => nc.request("bench.fence.echo", body)));
-    const pk = stats(await timed(FLOOR_N, () => q("SELECT mode FROM sessions WHERE id = $1", ["ses_1"])));
+    await time(100, () => nc.request("bench.fence.echo", body));
+    const nats = stats(await time(FLOOR_N, () => nc.request("bench.fence.echo", body)));
+    const pk = stats(await time(FLOOR_N, () => q("SELECT mode FROM sessions WHERE id = $1", ["ses_1"])));
     echo.unsubscribe();
     const floor = nats.p50 + pk.p50;
 

@@ -7,24 +7,9 @@ import { decodeJson, encodeJson } from "../services/protocol/envelope.ts";
 import type { ProjectView, SessionView, TurnAssignment, TurnOffer } from "../services/protocol/schemas.ts";
 import { agentSubject } from "../services/protocol/subjects.ts";
 import { createStack } from "../tests/support/stack.ts";
+import { stats, time } from "./bench-support.ts";
 
 const N = Number(process.env.BENCH_N || 2000);
-
-function stats(samples: number[]) {
-  const s = [...samples].sort((a, b) => a - b);
-  const q = (p: number) => s[Math.min(s.length - 1, Math.floor(p * s.length))]!;
-  return { p50: q(0.5), p99: q(0.99), n: s.length };
-}
-
-async function time(n: number, fn: (i: number) => Promise<unknown>): Promise<number[]> {
-  const out: number[] = [];
-  for (let i = 0; i < n; i++) {
-    const t = performance.now();
-    await fn(i);
-    out.push(performance.now() - t);
-  }
-  return out;
-}
 
 async function main() {
   const stack = await createStack("bench");

@@ -1,0 +1,26 @@
+// Shared by the benchmarks in bench/: percentiles of a sample and sequential timing.
+
+export interface Stats {
+  p50: number;
+  p99: number;
+  max: number;
+  n: number;
+}
+
+/** p50, p99 and max of the samples (nearest rank). */
+export function stats(samples: number[]): Stats {
+  const s = [...samples].sort((a, b) => a - b);
+  const q = (p: number) => s[Math.min(s.length - 1, Math.floor(p * s.length))]!;
+  return { p50: q(0.5), p99: q(0.99), max: s.at(-1)!, n: s.length };
+}
+
+/** Runs fn n times one after another; the duration of each call in ms. */
+export async function time(n: number, fn: (i: number) => Promise<unknown>): Promise<number[]> {
+  const out: number[] = [];
+  for (let i = 0; i < n; i++) {
+    const t = performance.now();
+    await fn(i);
+    out.push(performance.now() - t);
+  }
+  return out;
+}
