@@ -1,25 +1,20 @@
 // Client methods `plugins.*` (docs/protocol.md, "Plugins"): decode, check the principal (any principal
 // in development mode, else PI_SETTINGS_ADMINS, the rule of settings.set), then the plugin store.
 // Merged into the host's client handler map next to client-api.ts.
-import { AppError } from "../protocol/app-error.ts";
 import { normaliseManifest, PluginRef, PluginsRegisterParams } from "../protocol/plugin-schemas.ts";
 import { decodeParams, EmptyParams } from "../protocol/schemas.ts";
 import type { PluginMethod } from "../protocol/subjects.ts";
 import type { ClientHandler } from "./client-api.ts";
+import { requireSettingsAdmin, type SettingsAdmins } from "./settings-admins.ts";
 import type { PluginStore } from "./plugin-store.ts";
 
-export function createPluginsApi(deps: {
-  store: PluginStore;
-  /** Development mode: any principal may manage plugins. */
-  devMode: boolean;
-  /** Production: the principals that may manage plugins (PI_SETTINGS_ADMINS). */
-  settingsAdmins: readonly string[];
-}): Record<PluginMethod, ClientHandler> {
+export function createPluginsApi(
+  deps: {
+    store: PluginStore;
+  } & SettingsAdmins,
+): Record<PluginMethod, ClientHandler> {
   const { store } = deps;
-  function admin(principal: string): void {
-    if (!deps.devMode && !deps.settingsAdmins.includes(principal))
-      throw new AppError("FORBIDDEN", "only the principals in PI_SETTINGS_ADMINS may manage plugins");
-  }
+  const admin = (principal: string) => requireSettingsAdmin(deps, principal, "manage plugins");
   return {
     "plugins.register": async (principal, params) => {
       const p = decodeParams(PluginsRegisterParams, params);

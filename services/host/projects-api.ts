@@ -3,18 +3,18 @@
 // changing a project's tool settings (network, BrowserPreview origins) widens what its sandboxes
 // reach, so it follows the rule of settings.set: any principal in development mode, else
 // PI_SETTINGS_ADMINS. Merged into the host's client handler map next to client-api.ts.
-import { AppError } from "../protocol/app-error.ts";
 import { ProjectCreateParams, ProjectRef, ProjectsConfigureParams } from "../protocol/project-schemas.ts";
 import { decodeParams } from "../protocol/schemas.ts";
 import type { ProjectMethod } from "../protocol/subjects.ts";
 import type { ClientHandler } from "./client-api.ts";
+import { requireSettingsAdmin, type SettingsAdmins } from "./settings-admins.ts";
 import type { ProjectStore } from "./project-store.ts";
 
-export function createProjectsApi(deps: {
-  store: ProjectStore;
-  devMode: boolean;
-  settingsAdmins: readonly string[];
-}): Record<ProjectMethod, ClientHandler> {
+export function createProjectsApi(
+  deps: {
+    store: ProjectStore;
+  } & SettingsAdmins,
+): Record<ProjectMethod, ClientHandler> {
   const { store } = deps;
   return {
     "projects.create": async (principal, params) => {
@@ -29,11 +29,7 @@ export function createProjectsApi(deps: {
 
     "projects.configure": async (principal, params) => {
       const p = decodeParams(ProjectsConfigureParams, params);
-      if (!deps.devMode && !deps.settingsAdmins.includes(principal))
-        throw new AppError(
-          "FORBIDDEN",
-          "only the principals in PI_SETTINGS_ADMINS may change a project's network or preview origins",
-        );
+      requireSettingsAdmin(deps, principal, "change a project's network or preview origins");
       return store.configure(principal, p);
     },
   };

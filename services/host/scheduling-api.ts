@@ -1,7 +1,6 @@
 // Client methods `settings.*` and `scheduled.*` (docs/protocol.md, "Settings and scheduled tasks"):
 // decode, check the principal, then the settings or schedule store, or the scheduler for a run now.
 // Merged into the host's client handler map next to client-api.ts.
-import { AppError } from "../protocol/app-error.ts";
 import {
   ScheduledCreateParams,
   ScheduledRunsParams,
@@ -12,19 +11,18 @@ import {
 import { decodeParams, EmptyParams } from "../protocol/schemas.ts";
 import type { SchedulingMethod } from "../protocol/subjects.ts";
 import type { ClientHandler } from "./client-api.ts";
+import { requireSettingsAdmin, type SettingsAdmins } from "./settings-admins.ts";
 import type { ScheduleStore } from "./schedule-store.ts";
 import type { Scheduler } from "./scheduler.ts";
 import type { SettingsStore } from "./settings-store.ts";
 
-export function createSchedulingApi(deps: {
-  settings: SettingsStore;
-  store: ScheduleStore;
-  scheduler: Scheduler;
-  /** Development mode: any principal may change the app settings. */
-  devMode: boolean;
-  /** Production: the principals that may change the app settings (PI_SETTINGS_ADMINS). */
-  settingsAdmins: readonly string[];
-}): Record<SchedulingMethod, ClientHandler> {
+export function createSchedulingApi(
+  deps: {
+    settings: SettingsStore;
+    store: ScheduleStore;
+    scheduler: Scheduler;
+  } & SettingsAdmins,
+): Record<SchedulingMethod, ClientHandler> {
   const { settings, store, scheduler } = deps;
 
   return {
@@ -35,8 +33,7 @@ export function createSchedulingApi(deps: {
 
     "settings.set": async (principal, params) => {
       const p = decodeParams(SettingsSetParams, params);
-      if (!deps.devMode && !deps.settingsAdmins.includes(principal))
-        throw new AppError("FORBIDDEN", "only the principals in PI_SETTINGS_ADMINS may change app settings");
+      requireSettingsAdmin(deps, principal, "change app settings");
       return settings.set(principal, p);
     },
 
