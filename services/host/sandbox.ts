@@ -251,9 +251,22 @@ function bwrapArgs(
   return args;
 }
 
+/** prepareNetworkEtc's folder by data folder: written once per host process, not on every call. */
+const networkEtc = new Map<string, Promise<string>>();
+
 /** The /etc files of a sandbox with network, written by the host (readable by the sandbox user). */
-async function prepareNetworkEtc(settings: SandboxSettings): Promise<string> {
-  const dir = path.join(settings.dataDir, "sandbox-etc");
+function prepareNetworkEtc(settings: SandboxSettings): Promise<string> {
+  let ready = networkEtc.get(settings.dataDir);
+  if (!ready) {
+    ready = writeNetworkEtc(settings.dataDir);
+    networkEtc.set(settings.dataDir, ready);
+    ready.catch(() => networkEtc.delete(settings.dataDir));
+  }
+  return ready;
+}
+
+async function writeNetworkEtc(dataDir: string): Promise<string> {
+  const dir = path.join(dataDir, "sandbox-etc");
   await fs.mkdir(dir, { recursive: true, mode: 0o755 });
   await fs.chmod(dir, 0o755);
   const files: Record<string, string> = {
