@@ -13,6 +13,7 @@ import { MAX_BODY_BYTES, runBrowserPreview } from "../services/host/browser-prev
 import type { ToolExecuteResult, TurnAssignment } from "../services/protocol/schemas.ts";
 import { openStackDir, SANDBOX_USER, sandboxTurn } from "./support/sandbox.ts";
 import { createStack, eventually, type Stack } from "./support/stack.ts";
+import { executeTool } from "./support/worker-double.ts";
 
 let stack: Stack;
 let server: Server;
@@ -47,18 +48,8 @@ afterAll(async () => {
 });
 
 let calls = 0;
-function call(a: TurnAssignment, tool: string, args: Record<string, unknown>) {
-  const toolCallId = `bp${++calls}`;
-  return stack.agent.call<ToolExecuteResult>("tools.execute", {
-    sessionId: a.sessionId,
-    turnId: a.turnId,
-    token: a.token,
-    toolCallId,
-    tool,
-    args,
-    batch: [{ toolCallId, tool }],
-  });
-}
+const call = (a: TurnAssignment, tool: string, args: Record<string, unknown>) =>
+  executeTool(stack, a, `bp${++calls}`, tool, args);
 
 const textOf = (r: ToolExecuteResult) => r.content.map((c) => ("text" in c ? c.text : "")).join("");
 
