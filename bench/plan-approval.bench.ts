@@ -24,7 +24,7 @@ import type {
   TurnOffer,
 } from "../services/protocol/schemas.ts";
 import { agentSubject } from "../services/protocol/subjects.ts";
-import { writePlanArtifact } from "../services/host/plan-artifact.ts";
+import { writePlanArtifact } from "../services/host/store/plan-artifact.ts";
 import { createStack } from "../tests/support/stack.ts";
 import { createTestDatabase } from "../tests/support/test-db.ts";
 import { type Stats, stats } from "./bench-support.ts";

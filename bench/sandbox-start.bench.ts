@@ -7,8 +7,8 @@ import { execFile } from "node:child_process";
 import os from "node:os";
 import path from "node:path";
 import { promisify } from "node:util";
-import { runBash } from "../services/host/bash-runner.ts";
-import { lookupSandboxUser, sandboxSettingsFromEnv } from "../services/host/sandbox.ts";
+import { runBash } from "../services/host/tools/bash-runner.ts";
+import { lookupSandboxUser, sandboxSettingsFromEnv } from "../services/host/tools/sandbox.ts";
 import { stats, time } from "./bench-support.ts";
 
 const N = Number(process.env.BENCH_N || 100);

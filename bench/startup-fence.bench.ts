@@ -5,8 +5,8 @@
 // a bare primary-key SELECT. Between runs the fenced rows are put back (not timed).
 // Run: `npm run bench:fence` (needs Postgres and NATS like the tests).
 import { createClock } from "../services/host/clock.ts";
-import { migrateUp } from "../services/host/migrate.ts";
-import { runStartupFence } from "../services/host/startup-fence.ts";
+import { migrateUp } from "../services/host/store/migrate.ts";
+import { runStartupFence } from "../services/host/store/startup-fence.ts";
 import type { Logger } from "../services/protocol/log.ts";
 import { connectNats } from "../tests/support/test-nats.ts";
 import { createTestDatabase } from "../tests/support/test-db.ts";

@@ -9,7 +9,7 @@ import type { AddressInfo } from "node:net";
 import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { MAX_BODY_BYTES, runBrowserPreview } from "../services/host/browser-preview.ts";
+import { MAX_BODY_BYTES, runBrowserPreview } from "../services/host/tools/browser-preview.ts";
 import type { ToolExecuteResult, TurnAssignment } from "../services/protocol/schemas.ts";
 import { openStackDir, SANDBOX_USER, sandboxTurn } from "./support/sandbox.ts";
 import { createStack, eventually, type Stack } from "./support/stack.ts";

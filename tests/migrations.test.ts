@@ -2,7 +2,7 @@
 // legacy chat -> plan mapping, and a malformed legacy value rolling back to the legacy schema and data.
 import type pg from "pg";
 import { afterEach, describe, expect, it } from "vitest";
-import { migrateUp } from "../services/host/migrate.ts";
+import { migrateUp } from "../services/host/store/migrate.ts";
 import { createTestDatabase, type TestDatabase } from "./support/test-db.ts";
 
 const LEGACY = "1700000000001_legacy-v7-layout";

@@ -11,11 +11,11 @@ import os from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createClock } from "../services/host/clock.ts";
-import { createDb, type Db, withTransaction } from "../services/host/db.ts";
-import { migrateUp } from "../services/host/migrate.ts";
-import { createPlanStore, type ResolveOutcome } from "../services/host/plan-store.ts";
-import { createProjectStore } from "../services/host/project-store.ts";
-import { createSessionStore } from "../services/host/session-store.ts";
+import { createDb, type Db, withTransaction } from "../services/host/store/db.ts";
+import { migrateUp } from "../services/host/store/migrate.ts";
+import { createPlanStore, type ResolveOutcome } from "../services/host/store/plan-store.ts";
+import { createProjectStore } from "../services/host/store/project-store.ts";
+import { createSessionStore } from "../services/host/store/session-store.ts";
 import { AppError } from "../services/protocol/app-error.ts";
 import type { ProposalView, SessionView } from "../services/protocol/schemas.ts";
 import {

@@ -6,8 +6,8 @@
 // browser-preview.test.ts.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createClock } from "../services/host/clock.ts";
-import { createProjectStore } from "../services/host/project-store.ts";
-import { createProjectsApi } from "../services/host/projects-api.ts";
+import { createProjectStore } from "../services/host/store/project-store.ts";
+import { createProjectsApi } from "../services/host/bus/projects-api.ts";
 import { AppError } from "../services/protocol/app-error.ts";
 import type { ProjectView } from "../services/protocol/project-schemas.ts";
 import { createStack, type Stack } from "./support/stack.ts";

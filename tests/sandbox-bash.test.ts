@@ -15,9 +15,9 @@ import {
   bashDefaultTimeoutMs,
   parseBashArgs,
   runBash,
-} from "../services/host/bash-runner.ts";
-import { createToolRunner } from "../services/host/tool-runner.ts";
-import { withWorkspaceLock } from "../services/host/workspace-lock.ts";
+} from "../services/host/tools/bash-runner.ts";
+import { createToolRunner } from "../services/host/tools/tool-runner.ts";
+import { withWorkspaceLock } from "../services/host/tools/workspace-lock.ts";
 import type { SessionEvent } from "../services/protocol/events.ts";
 import type { ToolExecuteResult, TurnAssignment } from "../services/protocol/schemas.ts";
 import {

@@ -15,7 +15,7 @@ import os from "node:os";
 import path from "node:path";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { runBash } from "../services/host/bash-runner.ts";
+import { runBash } from "../services/host/tools/bash-runner.ts";
 import type { ProjectView } from "../services/protocol/project-schemas.ts";
 import type { ToolExecuteResult, TurnAssignment } from "../services/protocol/schemas.ts";
 import { spawnTs } from "./support/processes.ts";

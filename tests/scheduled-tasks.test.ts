@@ -5,7 +5,7 @@ import { existsSync } from "node:fs";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createClock } from "../services/host/clock.ts";
-import { createScheduleStore } from "../services/host/schedule-store.ts";
+import { createScheduleStore } from "../services/host/store/schedule-store.ts";
 import type {
   ScheduledRunView,
   ScheduledTaskView,

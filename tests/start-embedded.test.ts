@@ -6,13 +6,11 @@ import path from "node:path";
 import { connect } from "@nats-io/transport-node";
 import pg from "pg";
 import { afterAll, describe, expect, it } from "vitest";
-import { decodeJson, encodeJson } from "../services/protocol/envelope.ts";
 import { createLogger } from "../services/protocol/log.ts";
-import { PROTOCOL_VERSION, rpcSubject } from "../services/protocol/subjects.ts";
 import { resolveNats, resolvePostgres } from "../services/start/infra.ts";
-import { REPO_ROOT, reapAll, spawnTs } from "./support/processes.ts";
+import { reapAll, spawnTs } from "./support/processes.ts";
 import { ADMIN_URL } from "./support/test-db.ts";
-import { connectNats, freePort, NATS_URL, uniquePrefix } from "./support/test-nats.ts";
+import { freePort, NATS_URL, uniquePrefix } from "./support/test-nats.ts";
 
 const tempDirs: string[] = [];
 const leftoverPids: number[] = [];
@@ -195,57 +193,24 @@ describe("resolveNats", () => {
   });
 });
 
-const HOST_MAIN = path.join(REPO_ROOT, "services/host/main.ts");
-
-describe("host without DATABASE_URL", () => {
-  it.skipIf(!existsSync(HOST_MAIN))(
-    "starts an embedded Postgres, serves host.hello, and stops the database with itself",
-    async () => {
-      const prefix = uniquePrefix("startemb");
-      const dir = dataDir("host");
-      const host = spawnTs("services/host/main.ts", {
-        PI_PG_PROBE_URL: await deadProbeUrl("postgres"),
-        PI_DATA_DIR: dir,
-        NATS_URL,
-        PI_PREFIX: prefix,
-        PI_DEV_MODE: "1",
-      });
-      const infra = (await host.waitForEvent("infra.postgres", 60_000)) as {
-        source: string;
-        pid: number;
-        url: string;
-      };
-      leftoverPids.push(infra.pid);
-      expect(infra.source).toBe("embedded");
-      expect(infra.url.startsWith("postgres://postgres@127.0.0.1:")).toBe(true);
-      await host.waitForEvent("host.ready", 60_000);
-      expect(alive(infra.pid)).toBe(true);
-
-      const nc = await connectNats();
-      try {
-        const msg = await nc.request(
-          rpcSubject(prefix, "tester", "host.hello"),
-          encodeJson({ protocolVersion: PROTOCOL_VERSION }),
-          { timeout: 5_000 },
-        );
-        const reply = decodeJson(msg.data) as { result?: unknown; error?: unknown };
-        expect(reply.error).toBeUndefined();
-        expect(reply.result).toBeTypeOf("object");
-      } finally {
-        await nc.close();
-      }
-
-      await host.stop(30_000);
-      expect(await waitGone(infra.pid)).toBe(true);
-      expect(existsSync(path.join(dir, "postgres", "postmaster.pid"))).toBe(false);
-
-      const cleanup = await connectNats();
-      const { jetstreamManager } = await import("@nats-io/jetstream");
-      await (await jetstreamManager(cleanup)).streams
-        .delete(`${prefix.toUpperCase()}_EVENTS`)
-        .catch(() => {});
-      await cleanup.close();
-    },
-    120_000,
-  );
+// The host takes its database, it never makes one: the embedded fallback belongs to `npm start`.
+describe("host without a reachable database", () => {
+  it("exits 1 with a message naming the URL, the reason and both ways to provide a database", async () => {
+    const url = (await deadProbeUrl("postgres")).replace(/\/postgres$/, "/pihost");
+    const dir = dataDir("host");
+    const host = spawnTs("services/host/main.ts", {
+      DATABASE_URL: url,
+      PI_DATA_DIR: dir,
+      NATS_URL,
+      PI_PREFIX: uniquePrefix("nodb"),
+      PI_DEV_MODE: "1",
+    });
+    const failed = (await host.waitForEvent("host.failed", 30_000)) as { error?: string };
+    expect(await host.exited).toBe(1);
+    expect(failed.error).toContain(url);
+    expect(failed.error).toMatch(/ECONNREFUSED/);
+    expect(failed.error).toContain("DATABASE_URL");
+    expect(failed.error).toContain("npm start");
+    expect(existsSync(path.join(dir, "postgres"))).toBe(false);
+  }, 60_000);
 });

@@ -7,9 +7,9 @@
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createClock } from "../services/host/clock.ts";
-import { createDb, isWriteFenced, WRITE_FENCED_SQLSTATE } from "../services/host/db.ts";
-import { migrateUp } from "../services/host/migrate.ts";
-import { runStartupFence } from "../services/host/startup-fence.ts";
+import { createDb, isWriteFenced, WRITE_FENCED_SQLSTATE } from "../services/host/store/db.ts";
+import { migrateUp } from "../services/host/store/migrate.ts";
+import { runStartupFence } from "../services/host/store/startup-fence.ts";
 import type { ProjectView } from "../services/protocol/project-schemas.ts";
 import { startHost } from "./support/processes.ts";
 import { createStack, type Stack } from "./support/stack.ts";

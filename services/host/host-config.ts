@@ -5,7 +5,8 @@ import path from "node:path";
 import { DEFAULT_NATS_URL, positiveIntEnv, readBusEnv } from "../protocol/process-env.ts";
 
 export interface HostConfig {
-  databaseUrl: string | undefined;
+  /** DATABASE_URL, else the local default; the host never starts a database (that is `npm start`). */
+  databaseUrl: string;
   natsUrl: string;
   natsUser: string | undefined;
   natsPassword: string | undefined;
@@ -43,7 +44,8 @@ export interface HostConfig {
 }
 
 export { DEFAULT_NATS_URL };
-export const DEFAULT_PG_PROBE_URL = "postgres://postgres@127.0.0.1:5432/postgres";
+/** The host's database when DATABASE_URL is unset: database `pihost` on the local Postgres. */
+export const DEFAULT_DATABASE_URL = "postgres://postgres@127.0.0.1:5432/pihost";
 
 export function readHostConfig(env: NodeJS.ProcessEnv = process.env): HostConfig {
   const { devMode, prefix, ...bus } = readBusEnv(env, "pi-host");
@@ -57,7 +59,7 @@ export function readHostConfig(env: NodeJS.ProcessEnv = process.env): HostConfig
   if (roots.length === 0)
     throw new Error("PI_WORKSPACE_ROOTS must name at least one folder projects may live under");
   return {
-    databaseUrl: env.DATABASE_URL || undefined,
+    databaseUrl: env.DATABASE_URL || DEFAULT_DATABASE_URL,
     ...bus,
     devMode,
     prefix,

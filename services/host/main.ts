@@ -6,35 +6,35 @@ import { connect } from "@nats-io/transport-node";
 import { AppError } from "../protocol/app-error.ts";
 import { errorFields, createLogger } from "../protocol/log.ts";
 import { SUBJECT_TOKEN } from "../protocol/subjects.ts";
-import { probeUrlsFromEnv, resolvePostgres } from "../start/infra.ts";
-import { createAgentApi } from "./agent-api.ts";
-import { createClientApi } from "./client-api.ts";
+import { createAgentApi } from "./bus/agent-api.ts";
+import { createClientApi } from "./bus/client-api.ts";
 import { createClock } from "./clock.ts";
-import { createDb } from "./db.ts";
-import { createFaultInjector } from "./fault-injector.ts";
-import { createEventPublisher, ensureEventStream } from "./event-publisher.ts";
+import { checkDatabase, createDb } from "./store/db.ts";
+import { createFaultInjector } from "./sessions/fault-injector.ts";
+import { createEventPublisher, ensureEventStream } from "./sessions/event-publisher.ts";
 import { readHostConfig } from "./host-config.ts";
-import { startHostBus } from "./host-bus.ts";
-import { migrateUp } from "./migrate.ts";
-import { reportOrphanArtifacts } from "./orphan-artifacts.ts";
-import { createPermissionGate } from "./permission-gate.ts";
-import { createPermissionsApi } from "./permissions-api.ts";
-import { createPlanStore } from "./plan-store.ts";
-import { createPluginCaller, createPluginStore } from "./plugin-store.ts";
-import { createPluginsApi } from "./plugins-api.ts";
-import { createProjectStore } from "./project-store.ts";
-import { createProjectsApi } from "./projects-api.ts";
-import { createScheduleStore } from "./schedule-store.ts";
-import { createScheduler } from "./scheduler.ts";
-import { createSchedulingApi } from "./scheduling-api.ts";
-import { createSessionSupervisor } from "./session-supervisor.ts";
-import { createSessionStore } from "./session-store.ts";
-import { createSettingsStore } from "./settings-store.ts";
-import { runStartupFence } from "./startup-fence.ts";
-import { createTestHooks } from "./test-hooks.ts";
-import { createToolAborts } from "./tool-aborts.ts";
-import { createToolAdmission } from "./tool-admission.ts";
-import { createTurnDispatcher } from "./turn-dispatcher.ts";
+import { startHostBus } from "./bus/host-bus.ts";
+import { migrateUp } from "./store/migrate.ts";
+import { reportOrphanArtifacts } from "./store/orphan-artifacts.ts";
+import { createPermissionGate } from "./sessions/permission-gate.ts";
+import { createPermissionsApi } from "./bus/permissions-api.ts";
+import { createPlanStore } from "./store/plan-store.ts";
+import { createPluginStore } from "./store/plugin-store.ts";
+import { createPluginCaller } from "./tools/plugin-caller.ts";
+import { createPluginsApi } from "./bus/plugins-api.ts";
+import { createProjectStore } from "./store/project-store.ts";
+import { createProjectsApi } from "./bus/projects-api.ts";
+import { createScheduleStore } from "./store/schedule-store.ts";
+import { createScheduler } from "./sessions/scheduler.ts";
+import { createSchedulingApi } from "./bus/scheduling-api.ts";
+import { createSessionSupervisor } from "./sessions/session-supervisor.ts";
+import { createSessionStore } from "./store/session-store.ts";
+import { createSettingsStore } from "./store/settings-store.ts";
+import { runStartupFence } from "./store/startup-fence.ts";
+import { createTestHooks } from "./bus/test-hooks.ts";
+import { createToolAborts } from "./tools/tool-aborts.ts";
+import { createToolAdmission } from "./tools/tool-admission.ts";
+import { createTurnDispatcher } from "./sessions/turn-dispatcher.ts";
 
 const log = createLogger("host");
 
@@ -48,17 +48,12 @@ async function main(): Promise<void> {
     });
   }
   const clock = createClock();
-  const pgService = await resolvePostgres({
-    ...(config.databaseUrl ? { databaseUrl: config.databaseUrl } : {}),
-    probeUrl: probeUrlsFromEnv().pgProbeUrl,
-    dataDir: config.dataDir,
-    log,
-  });
-  const applied = await migrateUp({ databaseUrl: pgService.url });
+  await checkDatabase(config.databaseUrl);
+  const applied = await migrateUp({ databaseUrl: config.databaseUrl });
   log.info("host.migrated", { applied });
   // The fence runs on a pool of its own; every later write goes through the writer pool below,
   // which carries this incarnation (DESIGN §6: a superseded incarnation cannot commit).
-  const fenceDb = createDb(pgService.url, { max: 2 });
+  const fenceDb = createDb(config.databaseUrl, { max: 2 });
 
   const nc = await connect({
     servers: config.natsUrl,
@@ -77,7 +72,7 @@ async function main(): Promise<void> {
   });
   await fenceDb.end();
   let onFenced: (message: string) => void = () => {};
-  const db = createDb(pgService.url, {
+  const db = createDb(config.databaseUrl, {
     writer: { hostId: config.hostId, incarnation: fence.incarnation, onFenced: (m) => onFenced(m) },
   });
   await reportOrphanArtifacts({ db, log });
@@ -242,7 +237,6 @@ async function main(): Promise<void> {
     hostId: config.hostId,
     prefix: config.prefix,
     devMode: config.devMode,
-    postgres: pgService.source,
   });
 
   let stopping = false;
@@ -256,7 +250,6 @@ async function main(): Promise<void> {
     supervisor.stopAll();
     await nc.drain().catch(() => {});
     await db.end().catch(() => {});
-    await pgService.stop().catch(() => {});
     process.exit(0);
   };
   // A newer incarnation with this host id took over: stop serving at once, commit nothing more.

@@ -12,7 +12,6 @@ import path from "node:path";
 import { pathToFileURL } from "node:url";
 import { connect } from "@nats-io/transport-node";
 import pg from "pg";
-import { DEFAULT_PG_PROBE_URL } from "../host/host-config.ts";
 import type { Logger } from "../protocol/log.ts";
 
 export interface ResolvedService {
@@ -22,7 +21,7 @@ export interface ResolvedService {
   stop(): Promise<void>;
 }
 
-export { DEFAULT_PG_PROBE_URL };
+export const DEFAULT_PG_PROBE_URL = "postgres://postgres@127.0.0.1:5432/postgres";
 export const DEFAULT_NATS_PROBE_URL = "nats://127.0.0.1:4222";
 /** The database pi-host uses on a probed or embedded server. */
 export const PIHOST_DATABASE = "pihost";

@@ -3,7 +3,7 @@
 // command runs, if it does), then waits to be killed. With PI_SANDBOX_SLIRP4NETNS set to a script
 // that never reports ready the command waits at the gate; with the real slirp4netns it runs. The
 // test kills this process and checks what ran and that nothing outlived it.
-import { sandboxSettingsFromEnv, startSandbox } from "../../services/host/sandbox.ts";
+import { sandboxSettingsFromEnv, startSandbox } from "../../services/host/tools/sandbox.ts";
 
 const [workspace, command] = process.argv.slice(2);
 if (!workspace || !command) throw new Error("usage: sandbox-gate-probe.ts <workspace> <command>");

@@ -1,0 +1,168 @@
+// Client methods (`<prefix>.rpc.<principal>.<method>`, docs/protocol.md): decode, check the principal
+// against the session, then read rows or hand the request to the session's actor.
+import { promises as fs } from "node:fs";
+import { AppError } from "../../protocol/app-error.ts";
+import {
+  ArtifactsReadParams,
+  decodeParams,
+  HelloParams,
+  PlansPendingParams,
+  PlansResolveParams,
+  SessionConfigureParams,
+  SessionCreateParams,
+  SessionPromptParams,
+  SessionRef,
+  EmptyParams,
+} from "../../protocol/schemas.ts";
+import { type ClientMethod, PROTOCOL_VERSION } from "../../protocol/subjects.ts";
+import { type Db, withTransaction } from "../store/db.ts";
+import { readPlanArtifact, sha256Hex } from "../store/plan-artifact.ts";
+import type { PlanStore } from "../store/plan-store.ts";
+import type { SessionSupervisor } from "../sessions/session-supervisor.ts";
+import { canAccess, type SessionRow, type SessionStore } from "../store/session-store.ts";
+
+export type ClientHandler = (principal: string, params: unknown) => Promise<unknown>;
+
+export function createClientApi(deps: {
+  db: Db;
+  sessions: SessionStore;
+  plans: PlanStore;
+  supervisor: SessionSupervisor;
+  hostId: string;
+  devMode: boolean;
+  /** PI_TEST_BREAK_GUARD (test hooks only): "prompt-while-parked" skips the session's guards. */
+  testBreakGuard?: string | undefined;
+}): Record<ClientMethod, ClientHandler> {
+  const { db, sessions, plans, supervisor } = deps;
+
+  async function sessionFor(principal: string, sessionId: string, ownerOnly = false): Promise<SessionRow> {
+    const row = await sessions.getRow(db, sessionId);
+    if (ownerOnly ? row.owner !== principal : !canAccess(row, principal)) throw new AppError("FORBIDDEN");
+    return row;
+  }
+
+  return {
+    "host.hello": async (_principal, params) => {
+      const p = decodeParams(HelloParams, params);
+      if (p.protocolVersion !== PROTOCOL_VERSION) {
+        throw new AppError(
+          "PROTOCOL_MISMATCH",
+          `host speaks protocol ${PROTOCOL_VERSION}, client ${p.protocolVersion}`,
+          {
+            details: { hostVersion: PROTOCOL_VERSION },
+          },
+        );
+      }
+      return { protocolVersion: PROTOCOL_VERSION, hostId: deps.hostId, devMode: deps.devMode };
+    },
+
+    "host.status": async (_principal, params) => {
+      decodeParams(EmptyParams, params);
+      // Sessions this host holds = its session leases; those without a live actor are passivated.
+      const r = await db.query("SELECT count(*)::int AS n FROM session_leases WHERE host_id = $1", [
+        deps.hostId,
+      ]);
+      const { active, degraded } = supervisor.status();
+      return {
+        hostId: deps.hostId,
+        sessions: { active, passivated: Math.max(0, r.rows[0].n - active - degraded.length), degraded },
+        uptimeMs: Math.round(process.uptime() * 1000),
+      };
+    },
+
+    "session.create": async (principal, params) => {
+      const p = decodeParams(SessionCreateParams, params);
+      return sessions.createSession(principal, p, deps.hostId);
+    },
+
+    "session.get": async (principal, params) => {
+      const p = decodeParams(SessionRef, params);
+      return sessions.view(db, await sessionFor(principal, p.sessionId));
+    },
+
+    "session.list": async (principal, params) => {
+      decodeParams(EmptyParams, params);
+      return { sessions: await sessions.listSessions(principal) };
+    },
+
+    "session.configure": async (principal, params) => {
+      const p = decodeParams(SessionConfigureParams, params);
+      await sessionFor(principal, p.sessionId, true);
+      return supervisor.request(p.sessionId, (reply) => ({ type: "CONFIGURE", params: p, reply }));
+    },
+
+    "session.prompt": async (principal, params) => {
+      const p = decodeParams(SessionPromptParams, params);
+      await sessionFor(principal, p.sessionId, true);
+      if (p.idempotencyKey) {
+        // A retried prompt returns the first reply instead of AGENT_BUSY.
+        const r = await db.query("SELECT id FROM turns WHERE session_id = $1 AND idempotency_key = $2", [
+          p.sessionId,
+          p.idempotencyKey,
+        ]);
+        if (r.rows[0]) return { turnId: r.rows[0].id };
+      }
+      if (deps.testBreakGuard === "prompt-while-parked") {
+        // Deliberately broken for the model-based test: no machine guard, no busy check.
+        const turnId = await withTransaction(db, (tx) =>
+          sessions.insertTurn(tx, { sessionId: p.sessionId, kind: "prompt", text: p.text }),
+        );
+        return { turnId };
+      }
+      return supervisor.request(p.sessionId, (reply) => ({ type: "PROMPT", params: p, reply }));
+    },
+
+    "session.abort": async (principal, params) => {
+      const p = decodeParams(SessionRef, params);
+      await sessionFor(principal, p.sessionId);
+      return supervisor.request(p.sessionId, (reply) => ({ type: "ABORT", reply }));
+    },
+
+    "plans.pending": async (principal, params) => {
+      const p = decodeParams(PlansPendingParams, params);
+      if (p.sessionId) await sessionFor(principal, p.sessionId);
+      return { proposals: await plans.pending(principal, p.sessionId) };
+    },
+
+    "plans.get": async (principal, params) => {
+      const p = decodeParams(ArtifactsReadParams, params);
+      const { workspaceRoot: _w, owner, approvers, ...view } = await plans.get(p.proposalId);
+      if (!canAccess({ owner, approvers }, principal)) throw new AppError("FORBIDDEN");
+      return view;
+    },
+
+    "plans.resolve": async (principal, params) => {
+      const p = decodeParams(PlansResolveParams, params);
+      // Routed by the row's own session: a forged sessionId in the request is refused as stale there.
+      const row = await plans.get(p.proposalId);
+      return supervisor.request(row.sessionId, (reply) => ({ type: "RESOLVE", params: p, principal, reply }));
+    },
+
+    "artifacts.read": async (principal, params) => {
+      const p = decodeParams(ArtifactsReadParams, params);
+      const row = await plans.get(p.proposalId);
+      if (!canAccess({ owner: row.owner, approvers: row.approvers }, principal))
+        throw new AppError("FORBIDDEN");
+      let bytes: Buffer;
+      try {
+        bytes = await readPlanArtifact(row.workspaceRoot, row.artifactPath);
+      } catch (cause) {
+        if (cause instanceof AppError) throw cause;
+        const missing =
+          (cause as NodeJS.ErrnoException).code === "ENOENT" ||
+          !(await fs.stat(row.workspaceRoot).catch(() => null));
+        throw new AppError(missing ? "FILE_NOT_FOUND" : "INTERNAL", "the plan file cannot be read", {
+          cause,
+        });
+      }
+      return {
+        proposalId: row.proposalId,
+        path: row.artifactPath,
+        sha256: sha256Hex(bytes),
+        byteSize: bytes.byteLength,
+        matchesRecord: sha256Hex(bytes) === row.sha256,
+        content: bytes.toString("utf8"),
+      };
+    },
+  };
+}

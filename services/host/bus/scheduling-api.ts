@@ -1,0 +1,74 @@
+// Client methods `settings.*` and `scheduled.*` (docs/protocol.md, "Settings and scheduled tasks"):
+// decode, check the principal, then the settings or schedule store, or the scheduler for a run now.
+// Merged into the host's client handler map next to client-api.ts.
+import {
+  ScheduledCreateParams,
+  ScheduledRunsParams,
+  ScheduledTaskRef,
+  ScheduledUpdateParams,
+  SettingsSetParams,
+} from "../../protocol/scheduling-schemas.ts";
+import { decodeParams, EmptyParams } from "../../protocol/schemas.ts";
+import type { SchedulingMethod } from "../../protocol/subjects.ts";
+import type { ClientHandler } from "./client-api.ts";
+import { requireSettingsAdmin, type SettingsAdmins } from "./settings-admins.ts";
+import type { ScheduleStore } from "../store/schedule-store.ts";
+import type { Scheduler } from "../sessions/scheduler.ts";
+import type { SettingsStore } from "../store/settings-store.ts";
+
+export function createSchedulingApi(
+  deps: {
+    settings: SettingsStore;
+    store: ScheduleStore;
+    scheduler: Scheduler;
+  } & SettingsAdmins,
+): Record<SchedulingMethod, ClientHandler> {
+  const { settings, store, scheduler } = deps;
+
+  return {
+    "settings.get": async (_principal, params) => {
+      decodeParams(EmptyParams, params);
+      return settings.get();
+    },
+
+    "settings.set": async (principal, params) => {
+      const p = decodeParams(SettingsSetParams, params);
+      requireSettingsAdmin(deps, principal, "change app settings");
+      return settings.set(principal, p);
+    },
+
+    "scheduled.create": async (principal, params) => {
+      const p = decodeParams(ScheduledCreateParams, params);
+      const task = await store.createTask(principal, p);
+      scheduler.wake();
+      return task;
+    },
+
+    "scheduled.list": async (principal, params) => {
+      decodeParams(EmptyParams, params);
+      return { tasks: await store.listTasks(principal) };
+    },
+
+    "scheduled.update": async (principal, params) => {
+      const p = decodeParams(ScheduledUpdateParams, params);
+      const task = await store.updateTask(principal, p);
+      scheduler.wake();
+      return task;
+    },
+
+    "scheduled.delete": async (principal, params) => {
+      const p = decodeParams(ScheduledTaskRef, params);
+      return store.deleteTask(principal, p.taskId);
+    },
+
+    "scheduled.run": async (principal, params) => {
+      const p = decodeParams(ScheduledTaskRef, params);
+      return scheduler.runNow(principal, p.taskId);
+    },
+
+    "scheduled.runs": async (principal, params) => {
+      const p = decodeParams(ScheduledRunsParams, params);
+      return { runs: await store.listRuns(principal, p.taskId, p.limit) };
+    },
+  };
+}

@@ -1,0 +1,341 @@
+// Permission prompts (DESIGN §7): a tool call the policy answers with `prompt` becomes a durable
+// permission_requests row, a `permission.requested` event to the session's audience, and a wait on the
+// host clock for `permissions.resolve` or the deadline (PI_PERMISSION_TIMEOUT_MS). Exactly one of
+// resolve, deadline and turn abort settles a request: each is a conditional UPDATE of the pending
+// row, and only the one that changed it settles the waiter and publishes `permission.resolved`.
+// Waiters live in memory; after a restart the startup fence has denied every pending row.
+import { AppError } from "../../protocol/app-error.ts";
+import type { ErrorCode } from "../../protocol/error-codes.ts";
+import type { Logger } from "../../protocol/log.ts";
+import type {
+  PermissionDecision,
+  PermissionRequestView,
+  PermissionRisk,
+  PermissionsResolveParams,
+} from "../../protocol/permission-schemas.ts";
+import { appendAudit } from "../store/audit-log.ts";
+import type { Clock, TimerHandle } from "../clock.ts";
+import { type Db, withTransaction } from "../store/db.ts";
+import type { Audience, EventPublisher } from "./event-publisher.ts";
+import { newId } from "../ids.ts";
+import { canAccess } from "../store/session-store.ts";
+
+export type GateOutcome =
+  | { kind: "allow"; decision: "allow-once" | "allow-session"; principal: string }
+  | {
+      kind: "deny";
+      code: Extract<ErrorCode, "PERMISSION_DENIED" | "PERMISSION_TIMEOUT" | "PERMISSION_INTERRUPTED">;
+    };
+
+interface Waiter {
+  requestId: string;
+  turnId: string;
+  toolCallId: string;
+  tool: string;
+  to: Audience;
+  timer: TimerHandle;
+  settle: (o: GateOutcome) => void;
+}
+
+const PREVIEW_STRING = 400;
+const PREVIEW_KEYS = 20;
+
+/** A bounded, display-only copy of a tool's arguments: long strings cut, nested values summarized. */
+export function previewArgs(args: Record<string, unknown>): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  const keys = Object.keys(args);
+  for (const key of keys.slice(0, PREVIEW_KEYS)) {
+    const v = args[key];
+    if (typeof v === "string") {
+      out[key] = v.length > PREVIEW_STRING ? `${v.slice(0, PREVIEW_STRING)}… (${v.length} chars)` : v;
+    } else if (v === null || typeof v === "number" || typeof v === "boolean") {
+      out[key] = v;
+    } else {
+      const text = JSON.stringify(v) ?? String(v);
+      out[key] =
+        text.length > PREVIEW_STRING ? `${text.slice(0, PREVIEW_STRING)}… (${text.length} chars)` : v;
+    }
+  }
+  if (keys.length > PREVIEW_KEYS) out["…"] = `${keys.length - PREVIEW_KEYS} more arguments`;
+  return out;
+}
+
+/** The risk shown with a prompt: file edits medium, shell commands high, plugins their registered risk. */
+export function riskOf(tool: string, pluginRisk?: string | null): PermissionRisk {
+  if (tool === "Bash") return "high";
+  if (tool === "Write" || tool === "Edit") return "medium";
+  return pluginRisk === "low" || pluginRisk === "high" ? pluginRisk : "medium";
+}
+
+interface Row {
+  id: string;
+  session_id: string;
+  turn_id: string;
+  tool_call_id: string;
+  tool: string;
+  status: "pending" | "allowed" | "denied";
+  risk: PermissionRisk | null;
+  args_preview: Record<string, unknown>;
+  decision: PermissionDecision | null;
+  principal: string | null;
+  code: string | null;
+  created_at: Date;
+  deadline: Date;
+  resolved_at: Date | null;
+}
+
+function view(r: Row): PermissionRequestView {
+  return {
+    requestId: r.id,
+    sessionId: r.session_id,
+    turnId: r.turn_id,
+    toolCallId: r.tool_call_id,
+    tool: r.tool,
+    risk: r.risk ?? "medium",
+    preview: r.args_preview ?? {},
+    status: r.status,
+    decision: r.decision,
+    principal: r.principal,
+    code: r.code,
+    createdAt: new Date(r.created_at).toISOString(),
+    deadline: new Date(r.deadline).toISOString(),
+    resolvedAt: r.resolved_at ? new Date(r.resolved_at).toISOString() : null,
+  };
+}
+
+export function createPermissionGate(deps: {
+  db: Db;
+  clock: Clock;
+  events: EventPublisher;
+  log: Logger;
+  /** How long a prompt waits for an answer (PI_PERMISSION_TIMEOUT_MS, default 120 s). */
+  timeoutMs: number;
+}) {
+  const { db, clock, events, log } = deps;
+  const waiters = new Map<string, Waiter>();
+
+  function publishResolved(w: Waiter, decision: PermissionDecision, code?: string) {
+    events.publish(w.to, "permission.resolved", {
+      requestId: w.requestId,
+      turnId: w.turnId,
+      toolCallId: w.toolCallId,
+      tool: w.tool,
+      decision,
+      ...(code ? { code } : {}),
+    });
+  }
+
+  /**
+   * The host denies a pending request (deadline or turn abort): a conditional UPDATE, so an answer
+   * committed first wins. Fails closed: if the write fails, the waiter is denied all the same.
+   */
+  async function hostDeny(requestId: string, code: "PERMISSION_TIMEOUT" | "PERMISSION_INTERRUPTED") {
+    const w = waiters.get(requestId);
+    if (!w) return;
+    try {
+      const changed = await withTransaction(db, async (tx) => {
+        const u = await tx.query(
+          `UPDATE permission_requests SET status = 'denied', decision = 'deny', code = $2, resolved_at = $3
+           WHERE id = $1 AND status = 'pending'`,
+          [requestId, code, clock.date()],
+        );
+        if (u.rowCount !== 1) return false;
+        await appendAudit(tx, {
+          at: clock.date(),
+          principal: "host",
+          sessionId: w.to.sessionId,
+          turnId: w.turnId,
+          toolCallId: w.toolCallId,
+          action: "permission.resolve",
+          decision: "deny",
+          code,
+          details: { requestId, tool: w.tool },
+        });
+        return true;
+      });
+      if (!changed) return;
+    } catch (err) {
+      log.error("permission.deny_failed", { requestId, code, message: String(err) });
+    }
+    if (waiters.get(requestId) !== w) return;
+    publishResolved(w, "deny", code);
+    w.settle({ kind: "deny", code });
+  }
+
+  return {
+    /**
+     * Creates the request, tells the session's audience and waits for an answer, the deadline or an
+     * abort of the turn. Resolves with the outcome; never rejects once the row exists.
+     */
+    async request(input: {
+      sessionId: string;
+      turnId: string;
+      toolCallId: string;
+      tool: string;
+      args: Record<string, unknown>;
+      risk: PermissionRisk;
+      to: Audience;
+      worker: string;
+    }): Promise<GateOutcome> {
+      const requestId = newId("req");
+      const createdAt = clock.date();
+      const deadline = new Date(createdAt.getTime() + deps.timeoutMs);
+      const preview = previewArgs(input.args);
+      await withTransaction(db, async (tx) => {
+        await tx.query(
+          `INSERT INTO permission_requests (id, session_id, turn_id, tool_call_id, tool, status, created_at, deadline, risk, args_preview)
+           VALUES ($1, $2, $3, $4, $5, 'pending', $6, $7, $8, $9)`,
+          [
+            requestId,
+            input.sessionId,
+            input.turnId,
+            input.toolCallId,
+            input.tool,
+            createdAt,
+            deadline,
+            input.risk,
+            JSON.stringify(preview),
+          ],
+        );
+        await appendAudit(tx, {
+          at: createdAt,
+          principal: input.worker,
+          sessionId: input.sessionId,
+          turnId: input.turnId,
+          toolCallId: input.toolCallId,
+          action: "permission.request",
+          decision: "prompt",
+          details: { requestId, tool: input.tool, risk: input.risk, deadline: deadline.toISOString() },
+        });
+      });
+      const outcome = new Promise<GateOutcome>((resolve) => {
+        const w: Waiter = {
+          requestId,
+          turnId: input.turnId,
+          toolCallId: input.toolCallId,
+          tool: input.tool,
+          to: input.to,
+          timer: clock.setTimeout(() => void hostDeny(requestId, "PERMISSION_TIMEOUT"), deps.timeoutMs),
+          settle: (o) => {
+            if (waiters.get(requestId) !== w) return;
+            waiters.delete(requestId);
+            clock.clearTimeout(w.timer);
+            resolve(o);
+          },
+        };
+        waiters.set(requestId, w);
+      });
+      events.publish(input.to, "permission.requested", {
+        requestId,
+        turnId: input.turnId,
+        toolCallId: input.toolCallId,
+        tool: input.tool,
+        risk: input.risk,
+        preview,
+        deadline: deadline.toISOString(),
+      });
+      return outcome;
+    },
+
+    /**
+     * `permissions.resolve`: in this order PERMISSION_NOT_FOUND; FORBIDDEN (neither owner nor
+     * approver); a request no longer pending PERMISSION_TIMEOUT (it timed out) or
+     * PERMISSION_ALREADY_RESOLVED; past its deadline the row is denied and the reply is
+     * PERMISSION_TIMEOUT. allow-session also records the (session, tool) grant.
+     */
+    async resolve(principal: string, p: PermissionsResolveParams): Promise<PermissionRequestView> {
+      const at = clock.date();
+      const outcome = await withTransaction(db, async (tx) => {
+        const r = await tx.query<Row & { owner: string; approvers: string[] }>(
+          `SELECT pr.*, s.owner, s.approvers FROM permission_requests pr JOIN sessions s ON s.id = pr.session_id
+           WHERE pr.id = $1 FOR UPDATE OF pr`,
+          [p.requestId],
+        );
+        const row = r.rows[0];
+        if (!row) throw new AppError("PERMISSION_NOT_FOUND");
+        if (!canAccess(row, principal)) throw new AppError("FORBIDDEN");
+        if (row.status !== "pending") {
+          if (row.code === "PERMISSION_TIMEOUT") throw new AppError("PERMISSION_TIMEOUT");
+          throw new AppError("PERMISSION_ALREADY_RESOLVED", undefined, {
+            details: { status: row.status, decision: row.decision, code: row.code },
+          });
+        }
+        // Past its deadline (the timer is about to fire) or without a live waiter: denied, never allowed.
+        const live = waiters.has(row.id);
+        const expired = new Date(row.deadline).getTime() <= at.getTime();
+        const hostCode = expired ? "PERMISSION_TIMEOUT" : live ? null : "PERMISSION_INTERRUPTED";
+        const decision: PermissionDecision = hostCode ? "deny" : p.decision;
+        const status = decision === "deny" ? "denied" : "allowed";
+        const code = hostCode ?? (decision === "deny" ? "PERMISSION_DENIED" : null);
+        const u = await tx.query<Row>(
+          `UPDATE permission_requests SET status = $2, decision = $3, code = $4, principal = $5, resolved_at = $6
+           WHERE id = $1 RETURNING *`,
+          [row.id, status, decision, code, hostCode ? null : principal, at],
+        );
+        if (decision === "allow-session") {
+          await tx.query(
+            `INSERT INTO permission_grants (session_id, tool, granted_by, request_id, created_at)
+             VALUES ($1, $2, $3, $4, $5) ON CONFLICT (session_id, tool) DO NOTHING`,
+            [row.session_id, row.tool, principal, row.id, at],
+          );
+        }
+        await appendAudit(tx, {
+          at,
+          principal: hostCode ? "host" : principal,
+          sessionId: row.session_id,
+          turnId: row.turn_id,
+          toolCallId: row.tool_call_id,
+          action: "permission.resolve",
+          decision,
+          code,
+          details: { requestId: row.id, tool: row.tool, ...(hostCode ? { requested: p.decision } : {}) },
+        });
+        return { row: u.rows[0]!, hostCode, decision, code };
+      });
+      const w = waiters.get(p.requestId);
+      if (w) {
+        publishResolved(w, outcome.decision, outcome.code ?? undefined);
+        w.settle(
+          outcome.decision === "deny"
+            ? {
+                kind: "deny",
+                code: (outcome.code ?? "PERMISSION_DENIED") as
+                  | "PERMISSION_DENIED"
+                  | "PERMISSION_TIMEOUT"
+                  | "PERMISSION_INTERRUPTED",
+              }
+            : { kind: "allow", decision: outcome.decision, principal },
+        );
+      }
+      if (outcome.hostCode)
+        throw new AppError(
+          outcome.hostCode === "PERMISSION_TIMEOUT" ? "PERMISSION_TIMEOUT" : "PERMISSION_ALREADY_RESOLVED",
+        );
+      return view(outcome.row);
+    },
+
+    /** `permissions.pending`: live pending requests of sessions the principal owns or approves. */
+    async pending(principal: string, sessionId?: string): Promise<PermissionRequestView[]> {
+      const r = await db.query<Row>(
+        `SELECT pr.* FROM permission_requests pr JOIN sessions s ON s.id = pr.session_id
+         WHERE pr.status = 'pending' AND pr.deadline > $1 AND ($2::text IS NULL OR pr.session_id = $2)
+           AND (s.owner = $3 OR $3 = ANY(s.approvers))
+         ORDER BY pr.created_at, pr.id`,
+        [clock.date(), sessionId ?? null, principal],
+      );
+      return r.rows.filter((row) => waiters.has(row.id)).map(view);
+    },
+
+    /** The turn was aborted or lost its lease: its waiting prompts end as denials (PERMISSION_INTERRUPTED). */
+    cancelForTurn(turnId: string): void {
+      for (const w of [...waiters.values()]) {
+        if (w.turnId === turnId) void hostDeny(w.requestId, "PERMISSION_INTERRUPTED");
+      }
+    },
+
+    /** Number of prompts waiting on this host. */
+    size: () => waiters.size,
+  };
+}
+
+export type PermissionGate = ReturnType<typeof createPermissionGate>;

@@ -1,0 +1,160 @@
+// The per-host scheduler: a loop on the host clock that claims due occurrences (exactly one host
+// wins each, schedule-store.ts), records missed ones, refuses Plan tasks, and starts Agent runs as a
+// new session prompted through its actor, so the normal worker path runs the turn. Unattended runs
+// never wait for a person: a permission prompt in them is the usual denial (PERMISSION_REQUIRED).
+import { AppError } from "../../protocol/app-error.ts";
+import { errorFields, type Logger } from "../../protocol/log.ts";
+import type { ScheduledRunView } from "../../protocol/scheduling-schemas.ts";
+import type { Clock, TimerHandle } from "../clock.ts";
+import { type RunRow, runView, type ScheduleStore, type TaskRow } from "../store/schedule-store.ts";
+import type { SessionSupervisor } from "./session-supervisor.ts";
+import type { SessionStore } from "../store/session-store.ts";
+
+export interface SchedulerDeps {
+  clock: Clock;
+  store: ScheduleStore;
+  sessions: SessionStore;
+  supervisor: SessionSupervisor;
+  hostId: string;
+  log: Logger;
+  /** An occurrence more than this far in the past is recorded missed, not run late (PI_SCHEDULE_GRACE_MS). */
+  graceMs: number;
+  /** Longest wait between two looks at the table (PI_SCHEDULE_POLL_MS): tasks other hosts created. */
+  pollMs: number;
+}
+
+export function createScheduler(deps: SchedulerDeps) {
+  const { clock, store, sessions, supervisor, hostId, log } = deps;
+  let timer: TimerHandle | null = null;
+  let ticking: Promise<void> | null = null;
+  let again = false;
+  let stopped = false;
+
+  /** Creates the run's Agent session and prompts it through the session's actor. */
+  async function startRun(task: TaskRow, claimed: RunRow): Promise<RunRow> {
+    let run = claimed;
+    try {
+      const session = await sessions.createSession(
+        task.owner!,
+        {
+          projectId: task.project_id!,
+          title: `Scheduled: ${task.name}`.slice(0, 200),
+          // The task's own mode (checked to be agent under the claim's row lock), never the app default.
+          mode: "agent",
+          permissionMode: task.config.permissionMode ?? "inherit",
+          ...(task.config.model ? { model: task.config.model } : {}),
+        },
+        hostId,
+      );
+      run = await store.markStarted(run, session.id);
+      const { turnId } = await supervisor.request<{ turnId: string }>(session.id, (reply) => ({
+        type: "PROMPT",
+        params: { sessionId: session.id, text: task.config.prompt, idempotencyKey: run.id },
+        reply,
+      }));
+      run = await store.markTurn(run.id, turnId);
+      log.info("scheduler.run_started", {
+        taskId: task.id,
+        runId: run.id,
+        trigger: run.trigger,
+        sessionId: session.id,
+        turnId,
+      });
+      return run;
+    } catch (err) {
+      const code = err instanceof AppError ? err.code : "INTERNAL";
+      log.warn("scheduler.run_failed", { taskId: task.id, runId: run.id, code, ...errorFields(err) });
+      return store.failRun(run.id, code).catch(() => run);
+    }
+  }
+
+  async function tick(): Promise<void> {
+    const now = clock.now();
+    const reconciled = await store.reconcile();
+    if (reconciled > 0) log.info("scheduler.runs_ended", { count: reconciled });
+    for (const taskId of await store.dueTaskIds(now)) {
+      if (stopped) return;
+      try {
+        const outcome = await store.claimDue(taskId, now, deps.graceMs, hostId);
+        if (outcome.kind === "not_due") continue;
+        if (outcome.missed > 0) log.warn("scheduler.missed", { taskId, count: outcome.missed });
+        if (outcome.kind === "refused")
+          log.warn("scheduler.refused", { taskId, code: "PLAN_REQUIRES_INTERACTIVE_SESSION" });
+        if (outcome.kind === "claimed") await startRun(outcome.task, outcome.run);
+      } catch (err) {
+        log.error("scheduler.claim_failed", { taskId, ...errorFields(err) });
+      }
+    }
+  }
+
+  function arm(delayMs: number): void {
+    if (stopped) return;
+    if (timer) clock.clearTimeout(timer);
+    timer = clock.setTimeout(() => {
+      timer = null;
+      void wake();
+    }, delayMs);
+  }
+
+  async function rearm(): Promise<void> {
+    const earliest = await store.earliestDue().catch(() => null);
+    const now = clock.now();
+    // Still due after a tick means a claim failed: look again after a pause, never in a busy loop.
+    const delay =
+      earliest === null ? deps.pollMs : earliest <= now ? Math.min(1_000, deps.pollMs) : earliest - now;
+    arm(Math.min(delay, deps.pollMs));
+  }
+
+  /** Runs a tick now (or right after the one in progress), then re-arms the timer. */
+  function wake(): Promise<void> {
+    if (stopped) return Promise.resolve();
+    if (ticking) {
+      again = true;
+      return ticking;
+    }
+    ticking = (async () => {
+      do {
+        again = false;
+        try {
+          await tick();
+        } catch (err) {
+          log.error("scheduler.tick_failed", errorFields(err));
+        }
+      } while (again && !stopped);
+      await rearm();
+    })().finally(() => {
+      ticking = null;
+    });
+    return ticking;
+  }
+
+  return {
+    /** Start-up: fails earlier runs that never got a turn (logged even when 0), then ticks. */
+    async start(): Promise<void> {
+      const recovered = await store.recoverAtStart();
+      log.info("scheduler.recovered", { failed: recovered, graceMs: deps.graceMs, pollMs: deps.pollMs });
+      void wake();
+    },
+
+    /** A task was created or changed: look at the table now rather than at the next poll. */
+    wake: () => void wake(),
+
+    /** `scheduled.run`: refused for a Plan task before anything exists; else starts a run now. */
+    async runNow(principal: string, taskId: string): Promise<ScheduledRunView> {
+      const claimed = await store.claimManual(principal, taskId, hostId);
+      if ("refused" in claimed) {
+        log.warn("scheduler.refused", { taskId, code: claimed.refused.code, trigger: "manual" });
+        throw claimed.refused;
+      }
+      return runView(await startRun(claimed.task, claimed.run));
+    },
+
+    stop(): void {
+      stopped = true;
+      if (timer) clock.clearTimeout(timer);
+      timer = null;
+    },
+  };
+}
+
+export type Scheduler = ReturnType<typeof createScheduler>;

@@ -1,0 +1,155 @@
+// Turn dispatch to agent workers (DESIGN §4): one turn actor (machines/turn.machine.ts) per offered
+// or leased turn, on the host clock: offers to the worker queue group until one worker claims,
+// capability tokens bound to (session, turn), heartbeated leases, park and revocation. In memory on
+// purpose: after a restart the fence has ended every turn, so nothing here needs to survive.
+import { randomBytes, timingSafeEqual } from "node:crypto";
+import type { NatsConnection } from "@nats-io/nats-core";
+import { type Actor, createActor } from "xstate";
+import { turnMachine } from "../../../machines/turn.machine.ts";
+import { encodeJson } from "../../protocol/envelope.ts";
+import { errorFields, type Logger } from "../../protocol/log.ts";
+import type { TurnKind } from "../../protocol/schemas.ts";
+import { agentSubject, turnCancelSubject } from "../../protocol/subjects.ts";
+import type { Clock } from "../clock.ts";
+
+interface Offer {
+  turnId: string;
+  sessionId: string;
+  kind: TurnKind;
+}
+
+export interface Lease extends Offer {
+  token: string;
+  workerId: string;
+}
+
+export function createTurnDispatcher(deps: {
+  nc: NatsConnection;
+  prefix: string;
+  clock: Clock;
+  leaseMs: number;
+  offerIntervalMs: number;
+  log: Logger;
+  onLeaseLost: (lease: Lease) => void;
+}) {
+  const { nc, prefix, log } = deps;
+  const turns = new Map<string, Actor<typeof turnMachine>>();
+  const machine = turnMachine.provide({
+    actions: {
+      publishOffer: ({ context: c }) =>
+        nc.publish(
+          agentSubject(prefix, "offer"),
+          encodeJson({ turnId: c.turnId, sessionId: c.sessionId, kind: c.kind }),
+        ),
+      publishCancel: ({ context: c }) =>
+        nc.publish(turnCancelSubject(prefix, c.turnId), encodeJson({ reason: "revoked" })),
+      leaseLost: ({ context: c }) => {
+        log.warn("turn.lease_lost", { turnId: c.turnId, workerId: c.workerId });
+        // Reported after this transition completes, so the session sees a finished turn actor.
+        queueMicrotask(() =>
+          deps.onLeaseLost({
+            turnId: c.turnId,
+            sessionId: c.sessionId,
+            kind: c.kind,
+            token: c.token ?? "",
+            workerId: c.workerId ?? "",
+          }),
+        );
+      },
+    },
+    delays: { offerInterval: deps.offerIntervalMs, lease: deps.leaseMs },
+  });
+
+  const live = (turnId: string) => {
+    const a = turns.get(turnId);
+    return a && a.getSnapshot().status === "active" ? a : undefined;
+  };
+
+  function spawn(o: Offer): void {
+    turns.get(o.turnId)?.stop();
+    const actor = createActor(machine, { input: o, clock: deps.clock });
+    actor.subscribe({
+      complete: () => {
+        if (turns.get(o.turnId) === actor) turns.delete(o.turnId);
+      },
+      error: (err) => log.error("turn.actor_failed", { turnId: o.turnId, ...errorFields(err) }),
+    });
+    turns.set(o.turnId, actor);
+    actor.start();
+  }
+
+  return {
+    offer(o: Offer): void {
+      const a = live(o.turnId);
+      if (!a) {
+        spawn(o);
+        return;
+      }
+      a.send(a.getSnapshot().matches("claiming") ? { type: "RESTORE" } : { type: "REOFFER" });
+    },
+    /** Re-publishes every waiting offer (a worker said hello). */
+    reoffer(): void {
+      for (const a of turns.values()) if (a.getSnapshot().matches("offered")) a.send({ type: "REOFFER" });
+    },
+    /** Takes a waiting offer for a claim; a second claim of the same turn gets null. */
+    take(turnId: string): Offer | null {
+      const a = live(turnId);
+      if (!a?.getSnapshot().matches("offered")) return null;
+      a.send({ type: "TAKE" });
+      const { sessionId, kind } = a.getSnapshot().context;
+      return { turnId, sessionId, kind };
+    },
+    restore(o: Offer): void {
+      live(o.turnId)?.send({ type: "RESTORE" });
+    },
+    grant(o: Offer, workerId: string): Lease {
+      const token = `tok_${randomBytes(24).toString("base64url")}`;
+      const a = live(o.turnId);
+      if (a) a.send({ type: "GRANT", workerId, token });
+      else {
+        // The turn was offered by an earlier actor of this session: lease it directly.
+        spawn(o);
+        turns.get(o.turnId)!.send({ type: "TAKE" });
+        turns.get(o.turnId)!.send({ type: "GRANT", workerId, token });
+      }
+      return { ...o, workerId, token };
+    },
+    /** The live lease whose token matches, or null (missing, revoked or foreign token). */
+    check(turnId: unknown, token: unknown): Lease | null {
+      if (typeof turnId !== "string" || typeof token !== "string") return null;
+      const snap = live(turnId)?.getSnapshot();
+      if (!snap?.matches("leased") || !snap.context.token) return null;
+      const a = Buffer.from(snap.context.token);
+      const b = Buffer.from(token);
+      if (a.length !== b.length || !timingSafeEqual(a, b)) return null;
+      const c = snap.context;
+      return { turnId, sessionId: c.sessionId, kind: c.kind, token, workerId: c.workerId ?? "" };
+    },
+    beat(lease: Lease): void {
+      live(lease.turnId)?.send({ type: "BEAT" });
+    },
+    /** Ends a turn's token and any waiting offer; tells a leased worker to stop. */
+    revoke(turnId: string | null): void {
+      if (turnId) live(turnId)?.send({ type: "REVOKE" });
+    },
+    /** Revokes the token without a cancel notice: the run parked normally (ExitPlanMode). */
+    park(turnId: string | null): void {
+      if (turnId) live(turnId)?.send({ type: "PARK" });
+    },
+    stop(): void {
+      for (const a of turns.values()) a.stop();
+      turns.clear();
+    },
+    /** Whether a worker holds the turn's lease now. */
+    isLeased(turnId: string): boolean {
+      return live(turnId)?.getSnapshot().matches("leased") === true;
+    },
+    /** Whether the turn is still offered, being claimed or leased here. */
+    has(turnId: string): boolean {
+      return live(turnId) !== undefined;
+    },
+    size: () => turns.size,
+  };
+}
+
+export type TurnDispatcher = ReturnType<typeof createTurnDispatcher>;

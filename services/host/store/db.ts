@@ -1,0 +1,110 @@
+// Postgres access for the host: one pool, and transactions as the unit of every authoritative change.
+// A host's pool is opened as a *writer* (DESIGN §6): every connection carries the host id and the
+// incarnation the startup fence made current, and the write fence of migration 9 refuses any write
+// from a superseded incarnation (SQLSTATE PH001). The first such refusal is reported once through
+// `onFenced`, so the host stops serving; the request gets HOST_FENCED.
+import pg from "pg";
+import { AppError } from "../../protocol/app-error.ts";
+
+export type Db = pg.Pool;
+export type Tx = pg.PoolClient;
+
+/** Class id of the advisory lock the write fence shares and the startup fence takes exclusively. */
+export const WRITE_FENCE_LOCK_CLASS = 1885956211;
+/** SQLSTATE the write fence raises for a write from a superseded incarnation. */
+export const WRITE_FENCED_SQLSTATE = "PH001";
+
+export interface Writer {
+  hostId: string;
+  incarnation: number;
+  /** Called once, at the first write the fence refused. */
+  onFenced: (message: string) => void;
+}
+
+const fencedHandlers = new WeakMap<Db, () => (message: string) => void>();
+
+export function createDb(connectionString: string, opts: { max?: number; writer?: Writer } = {}): Db {
+  const { writer } = opts;
+  if (writer && !/^[A-Za-z0-9_.-]{1,128}$/.test(writer.hostId))
+    throw new Error(`host id ${JSON.stringify(writer.hostId)} may use only A-Z a-z 0-9 _ . -`);
+  const pool = new pg.Pool({
+    connectionString,
+    max: opts.max ?? 10,
+    ...(writer
+      ? { options: `-c pihost.host_id=${writer.hostId} -c pihost.incarnation=${writer.incarnation}` }
+      : {}),
+  });
+  // An idle client's error (server restart) must not crash the host; the next query reports it.
+  pool.on("error", () => {});
+  if (writer) {
+    let told = false;
+    fencedHandlers.set(pool, () => (message: string) => {
+      if (told) return;
+      told = true;
+      writer.onFenced(message);
+    });
+    // Single statements outside withTransaction report a refusal too.
+    const query = pool.query.bind(pool) as (...args: unknown[]) => unknown;
+    (pool as unknown as { query: (...args: unknown[]) => unknown }).query = (...args: unknown[]) => {
+      const r = query(...args);
+      if (r instanceof Promise) r.catch((err: unknown) => noteFenced(pool, err));
+      return r;
+    };
+  }
+  return pool;
+}
+
+/** Was this error the write fence refusing a superseded incarnation? */
+export function isWriteFenced(err: unknown): boolean {
+  return (err as { code?: unknown } | null)?.code === WRITE_FENCED_SQLSTATE;
+}
+
+/** The wire error for a fenced write (retriable: the current incarnation serves the retry). */
+export function fencedAppError(err: unknown): AppError | null {
+  return isWriteFenced(err)
+    ? new AppError("HOST_FENCED", undefined, { details: { reason: (err as Error).message } })
+    : null;
+}
+
+function noteFenced(db: Db, err: unknown): void {
+  if (isWriteFenced(err)) fencedHandlers.get(db)?.()((err as Error).message);
+}
+
+/** Runs fn in one transaction; rolls back on any throw and rethrows. */
+export async function withTransaction<T>(db: Db, fn: (tx: Tx) => Promise<T>): Promise<T> {
+  const client = await db.connect();
+  try {
+    await client.query("BEGIN");
+    const result = await fn(client);
+    await client.query("COMMIT");
+    return result;
+  } catch (err) {
+    await client.query("ROLLBACK").catch(() => {});
+    noteFenced(db, err);
+    throw err;
+  } finally {
+    client.release();
+  }
+}
+
+/**
+ * Refuses to go on without the host's database: one connection within 5 s, else an error that names
+ * the URL (password hidden), Postgres's own reason and the two ways to provide one.
+ */
+export async function checkDatabase(connectionString: string): Promise<void> {
+  const client = new pg.Client({ connectionString, connectionTimeoutMillis: 5_000 });
+  client.on("error", () => {});
+  try {
+    await client.connect();
+    await client.query("SELECT 1");
+  } catch (cause) {
+    const u = new URL(connectionString);
+    if (u.password) u.password = "***";
+    throw new Error(
+      `cannot use the database ${u.toString()}: ${(cause as Error).message}. Set DATABASE_URL to the host's database, or run \`npm start\`, which finds or starts one (docs/operations.md)`,
+      { cause },
+    );
+  } finally {
+    await client.end().catch(() => {});
+  }
+}

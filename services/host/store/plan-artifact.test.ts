@@ -1,0 +1,102 @@
+// The plan artifact writer: exact bytes, exclusive names with a bounded suffix, and refusal of a
+// `.pi` or `.pi/plan` that is a symlink or not a directory, before any file is written.
+import { createHash } from "node:crypto";
+import {
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import { AppError } from "../../protocol/app-error.ts";
+import { MAX_PLAN_BYTES, planSlug, writePlanArtifact } from "./plan-artifact.ts";
+
+const dirs: string[] = [];
+const tmp = () => {
+  const d = mkdtempSync(path.join(os.tmpdir(), "pihost-artifact-"));
+  dirs.push(d);
+  return d;
+};
+afterEach(() => {
+  for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
+});
+const now = new Date("2026-11-30T07:00:00.123Z");
+
+async function code(p: Promise<unknown>) {
+  const err = await p.then(
+    () => null,
+    (e) => e,
+  );
+  expect(err).toBeInstanceOf(AppError);
+  return (err as AppError).code;
+}
+
+describe("writePlanArtifact", () => {
+  it("writes exactly the submitted bytes and reports their hash and size", async () => {
+    const ws = tmp();
+    const markdown = "# Plan\r\n\r\n- ünïcødé ✓\r\n- trailing spaces   \n";
+    const a = await writePlanArtifact({ workspaceRoot: ws, title: "Fix the build!", markdown, now });
+    expect(a.relativePath).toBe(".pi/plan/fix-the-build-20261130-070000Z.md");
+    const bytes = readFileSync(path.join(ws, a.relativePath));
+    expect(bytes.equals(Buffer.from(markdown, "utf8"))).toBe(true);
+    expect(a.sha256).toBe(createHash("sha256").update(bytes).digest("hex"));
+    expect(a.byteSize).toBe(bytes.byteLength);
+  });
+
+  it("never replaces a file: collisions get a numeric suffix, with a bound", async () => {
+    const ws = tmp();
+    const first = await writePlanArtifact({ workspaceRoot: ws, title: "x", markdown: "one", now });
+    const second = await writePlanArtifact({ workspaceRoot: ws, title: "x", markdown: "two", now });
+    expect(second.relativePath).toBe(first.relativePath.replace(/\.md$/, "-2.md"));
+    expect(readFileSync(path.join(ws, first.relativePath), "utf8")).toBe("one");
+    for (let i = 3; i <= 50; i++)
+      await writePlanArtifact({ workspaceRoot: ws, title: "x", markdown: String(i), now });
+    expect(await code(writePlanArtifact({ workspaceRoot: ws, title: "x", markdown: "late", now }))).toBe(
+      "PLAN_ARTIFACT_COLLISION_LIMIT",
+    );
+  });
+
+  it("refuses a symlinked or non-directory .pi or .pi/plan and writes nothing", async () => {
+    const outside = tmp();
+    const ws1 = tmp();
+    symlinkSync(outside, path.join(ws1, ".pi"));
+    expect(await code(writePlanArtifact({ workspaceRoot: ws1, title: "t", markdown: "m", now }))).toBe(
+      "PLAN_ARTIFACT_PATH_UNSAFE",
+    );
+    const ws2 = tmp();
+    mkdirSync(path.join(ws2, ".pi"));
+    symlinkSync(outside, path.join(ws2, ".pi", "plan"));
+    expect(await code(writePlanArtifact({ workspaceRoot: ws2, title: "t", markdown: "m", now }))).toBe(
+      "PLAN_ARTIFACT_PATH_UNSAFE",
+    );
+    const ws3 = tmp();
+    writeFileSync(path.join(ws3, ".pi"), "a file");
+    expect(await code(writePlanArtifact({ workspaceRoot: ws3, title: "t", markdown: "m", now }))).toBe(
+      "PLAN_ARTIFACT_PATH_UNSAFE",
+    );
+    expect(readdirSync(outside)).toEqual([]);
+  });
+
+  it("refuses plans over 512 KiB before touching the disk", async () => {
+    const ws = tmp();
+    expect(
+      await code(
+        writePlanArtifact({ workspaceRoot: ws, title: "t", markdown: "x".repeat(MAX_PLAN_BYTES + 1), now }),
+      ),
+    ).toBe("PLAN_MARKDOWN_TOO_LARGE");
+    expect(readdirSync(ws)).toEqual([]);
+    await writePlanArtifact({ workspaceRoot: ws, title: "t", markdown: "x".repeat(MAX_PLAN_BYTES), now });
+  });
+
+  it("slugs are ASCII with a fallback", () => {
+    expect(planSlug("Über größe — 計画")).toBe("uber-groe");
+    expect(planSlug("計画")).toBe("plan");
+    expect(planSlug("../../etc/passwd")).toBe("etc-passwd");
+    expect(planSlug("a".repeat(100))).toHaveLength(48);
+  });
+});

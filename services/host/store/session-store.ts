@@ -1,0 +1,312 @@
+// Rows of sessions, turns, transcript entries and recorded tool calls (projects: project-store.ts). Every write takes
+// the host clock's time as a parameter; every authoritative change is one transaction.
+import { AppError } from "../../protocol/app-error.ts";
+import type {
+  ModelConfig,
+  OperatingMode,
+  PermissionMode,
+  PlanningState,
+  SessionView,
+  ToolExecuteResult,
+  TurnKind,
+} from "../../protocol/schemas.ts";
+import { appendAudit } from "./audit-log.ts";
+import type { Clock } from "../clock.ts";
+import { type Db, type Tx, withTransaction } from "./db.ts";
+import { newId } from "../ids.ts";
+
+export interface SessionRow {
+  id: string;
+  project_id: string;
+  title: string;
+  owner: string;
+  approvers: string[];
+  mode: OperatingMode;
+  permission_mode: PermissionMode;
+  provider: string;
+  model: string;
+  model_config: ModelConfig;
+  version: number;
+  created_at: Date;
+  updated_at: Date;
+  workspace_root: string;
+}
+
+const SESSION_SELECT = `SELECT s.id, s.project_id, s.title, s.owner, s.approvers, s.mode, s.permission_mode, s.provider, s.model,
+  s.model_config, s.version, s.created_at, s.updated_at, p.workspace_root
+  FROM sessions s JOIN projects p ON p.id = s.project_id`;
+
+export function canAccess(row: Pick<SessionRow, "owner" | "approvers">, principal: string): boolean {
+  return row.owner === principal || row.approvers.includes(principal);
+}
+
+export function createSessionStore({ db, clock }: { db: Db; clock: Clock }) {
+  async function planningState(
+    q: Db | Tx,
+    row: SessionRow,
+  ): Promise<{ state: PlanningState; activeTurnId: string | null }> {
+    const r = await q.query(
+      `SELECT (SELECT id FROM turns WHERE session_id = $1 AND status = 'running') AS turn,
+              EXISTS (SELECT 1 FROM plan_approvals WHERE session_id = $1 AND status = 'pending') AS pending`,
+      [row.id],
+    );
+    const { turn, pending } = r.rows[0];
+    const state: PlanningState =
+      row.mode === "agent" ? "inactive" : pending ? "awaiting_approval" : "planning";
+    return { state, activeTurnId: turn };
+  }
+
+  function view(row: SessionRow, p: { state: PlanningState; activeTurnId: string | null }): SessionView {
+    return {
+      id: row.id,
+      projectId: row.project_id,
+      title: row.title,
+      owner: row.owner,
+      approvers: row.approvers,
+      mode: row.mode,
+      permissionMode: row.permission_mode,
+      planningState: p.state,
+      model: { provider: row.provider, model: row.model },
+      version: row.version,
+      activeTurnId: p.activeTurnId,
+      createdAt: row.created_at.toISOString(),
+      updatedAt: row.updated_at.toISOString(),
+    };
+  }
+
+  async function getRow(q: Db | Tx, sessionId: string, forUpdate = false): Promise<SessionRow> {
+    const r = await q.query(`${SESSION_SELECT} WHERE s.id = $1${forUpdate ? " FOR UPDATE OF s" : ""}`, [
+      sessionId,
+    ]);
+    if (r.rowCount === 0) throw new AppError("SESSION_NOT_FOUND");
+    return r.rows[0];
+  }
+
+  return {
+    getRow,
+
+    async view(q: Db | Tx, row: SessionRow): Promise<SessionView> {
+      return view(row, await planningState(q, row));
+    },
+
+    async createSession(
+      principal: string,
+      p: {
+        projectId: string;
+        title?: string;
+        mode?: OperatingMode;
+        permissionMode?: PermissionMode;
+        model?: ModelConfig;
+        approvers?: string[];
+      },
+      hostId: string,
+    ): Promise<SessionView> {
+      const id = newId("ses");
+      const at = clock.date();
+      const model: ModelConfig = p.model ?? { provider: "scripted", model: "demo" };
+      return withTransaction(db, async (tx) => {
+        const prj = await tx.query("SELECT id FROM projects WHERE id = $1", [p.projectId]);
+        if (prj.rowCount === 0) throw new AppError("PROJECT_NOT_FOUND");
+        const defaults = await tx.query("SELECT value FROM app_settings WHERE key = 'defaults'");
+        const appMode = defaults.rows[0]?.value?.mode;
+        const mode: OperatingMode = p.mode ?? (appMode === "plan" ? "plan" : "agent");
+        await tx.query(
+          `INSERT INTO sessions (id, project_id, title, owner, approvers, mode, permission_mode, provider, model, model_config, version, created_at, updated_at)
+           VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, 0, $11, $11)`,
+          [
+            id,
+            p.projectId,
+            p.title ?? "",
+            principal,
+            [...new Set(p.approvers ?? [])],
+            mode,
+            p.permissionMode ?? "inherit",
+            model.provider,
+            model.model,
+            JSON.stringify(model),
+            at,
+          ],
+        );
+        await tx.query(
+          `INSERT INTO session_leases (session_id, host_id, epoch, acquired_at)
+           SELECT $1, id, incarnation, $3 FROM hosts WHERE id = $2`,
+          [id, hostId, at],
+        );
+        await appendAudit(tx, { at, principal, sessionId: id, action: "session.create", details: { mode } });
+        return view(await getRow(tx, id), {
+          state: mode === "plan" ? "planning" : "inactive",
+          activeTurnId: null,
+        });
+      });
+    },
+
+    async listSessions(principal: string): Promise<SessionView[]> {
+      const r = await db.query(
+        `${SESSION_SELECT} WHERE s.owner = $1 OR $1 = ANY (s.approvers) ORDER BY s.created_at, s.id`,
+        [principal],
+      );
+      return Promise.all(r.rows.map(async (row: SessionRow) => view(row, await planningState(db, row))));
+    },
+
+    /** Creates a running turn with its opening user message (the worker's context ends with it). */
+    async insertTurn(
+      tx: Tx,
+      p: { sessionId: string; kind: TurnKind; text: string; idempotencyKey?: string; proposalId?: string },
+    ) {
+      const turnId = newId("turn");
+      const at = clock.date();
+      await tx.query(
+        `INSERT INTO turns (id, session_id, kind, status, created_at, idempotency_key, proposal_id) VALUES ($1, $2, $3, 'running', $4, $5, $6)`,
+        [turnId, p.sessionId, p.kind, at, p.idempotencyKey ?? null, p.proposalId ?? null],
+      );
+      await appendTranscript(tx, p.sessionId, turnId, {
+        role: "user",
+        content: p.text,
+        timestamp: at.getTime(),
+      });
+      return turnId;
+    },
+
+    appendTranscript,
+
+    /**
+     * Transcript pages in order: entries with id > cursor. The first page (cursor 0) starts after the
+     * session's latest compaction, a new_context call the host itself allowed and recorded
+     * (tool_calls, never a worker's appended message): a user message carrying its summary, then
+     * everything after its result. Older entries stay in the table as history.
+     */
+    async transcriptPage(sessionId: string, cursor: number, limit: number) {
+      let from = cursor;
+      let lead: Record<string, unknown>[] = [];
+      if (cursor === 0) {
+        const c = await db.query(
+          `SELECT e.id, tc.result->'details'->>'summary' AS summary, e.created_at
+             FROM tool_calls tc
+             JOIN transcript_entries e ON e.session_id = tc.session_id AND e.turn_id = tc.turn_id
+              AND e.role = 'toolResult' AND e.message->>'toolCallId' = tc.tool_call_id
+            WHERE tc.session_id = $1 AND tc.tool = 'new_context' AND tc.decision = 'allow'
+              AND (tc.result->'details'->>'compacted')::boolean IS TRUE
+            ORDER BY e.id DESC LIMIT 1`,
+          [sessionId],
+        );
+        const mark = c.rows[0] as { id: string; summary: string | null; created_at: Date } | undefined;
+        if (mark) {
+          from = Number(mark.id);
+          lead = [
+            {
+              role: "user",
+              content: `[The earlier context was compacted by new_context.] Summary of the work so far:\n${mark.summary || "(no summary was given)"}`,
+              timestamp: mark.created_at.getTime(),
+            },
+          ];
+        }
+      }
+      const r = await db.query(
+        "SELECT id, message FROM transcript_entries WHERE session_id = $1 AND id > $2 ORDER BY id LIMIT $3",
+        [sessionId, from, limit + 1],
+      );
+      const rows = r.rows.slice(0, limit);
+      const last = rows.at(-1);
+      return {
+        messages: [...lead, ...rows.map((x: { message: unknown }) => x.message)],
+        nextCursor: r.rows.length > limit && last ? Number(last.id) : null,
+      };
+    },
+
+    /** Records a tool call's result, its transcript entry and its audit row in one transaction. */
+    async recordToolCall(
+      q: Tx,
+      p: {
+        sessionId: string;
+        turnId: string;
+        toolCallId: string;
+        tool: string;
+        principal: string;
+        decision: "allow" | "deny";
+        code?: string;
+        result: ToolExecuteResult;
+      },
+    ): Promise<void> {
+      const at = clock.date();
+      await q.query(
+        `INSERT INTO tool_calls (turn_id, tool_call_id, session_id, tool, decision, code, result, created_at)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
+        [
+          p.turnId,
+          p.toolCallId,
+          p.sessionId,
+          p.tool,
+          p.decision,
+          p.code ?? null,
+          JSON.stringify(p.result),
+          at,
+        ],
+      );
+      // The tool_calls primary key above makes this the first record of the call: no duplicate check.
+      await insertTranscript(q, p.sessionId, p.turnId, {
+        role: "toolResult",
+        toolCallId: p.toolCallId,
+        toolName: p.tool,
+        content: p.result.content,
+        details: p.result.details ?? {},
+        isError: p.result.isError,
+        timestamp: at.getTime(),
+      });
+      await appendAudit(q, {
+        at,
+        principal: p.principal,
+        sessionId: p.sessionId,
+        turnId: p.turnId,
+        toolCallId: p.toolCallId,
+        action: "tool.decision",
+        decision: p.decision,
+        code: p.code ?? null,
+        details: { tool: p.tool },
+      });
+    },
+
+    async endTurn(
+      q: Db | Tx,
+      turnId: string,
+      status: "completed" | "error" | "aborted",
+      code?: string | null,
+    ): Promise<boolean> {
+      const r = await q.query(
+        "UPDATE turns SET status = $2, error_code = $3, ended_at = $4 WHERE id = $1 AND status = 'running'",
+        [turnId, status, code ?? null, clock.date()],
+      );
+      return r.rowCount === 1;
+    },
+  };
+
+  async function appendTranscript(
+    q: Db | Tx,
+    sessionId: string,
+    turnId: string | null,
+    message: Record<string, unknown>,
+  ): Promise<void> {
+    // A worker may resend a tool result the host already recorded: keep the first.
+    if (message.role === "toolResult" && typeof message.toolCallId === "string") {
+      const dup = await q.query(
+        "SELECT 1 FROM transcript_entries WHERE session_id = $1 AND role = 'toolResult' AND message->>'toolCallId' = $2",
+        [sessionId, message.toolCallId],
+      );
+      if (dup.rowCount) return;
+    }
+    await insertTranscript(q, sessionId, turnId, message);
+  }
+
+  async function insertTranscript(
+    q: Db | Tx,
+    sessionId: string,
+    turnId: string | null,
+    message: Record<string, unknown>,
+  ): Promise<void> {
+    await q.query(
+      "INSERT INTO transcript_entries (session_id, turn_id, role, message, created_at) VALUES ($1, $2, $3, $4, $5)",
+      [sessionId, turnId, String(message.role), JSON.stringify(message), clock.date()],
+    );
+  }
+}
+
+export type SessionStore = ReturnType<typeof createSessionStore>;

@@ -1,0 +1,271 @@
+// The Bash tool: `{command: string, timeout?: integer seconds}` run in the sandbox (sandbox.ts).
+// Timeout defaults to 60 s (PI_BASH_DEFAULT_TIMEOUT_MS overrides it, for fast tests) and is accepted
+// from 1 to 300 s; anything else is INVALID_PARAMS before anything is spawned. stdout and stderr
+// stream separately through onOutput while the command runs; the final result keeps at most
+// MAX_RESULT_BYTES of each with a truncation marker. A timeout (TOOL_TIMEOUT) or an abort kills the
+// sandbox, which ends every descendant; nothing is reported after the result.
+import { randomBytes } from "node:crypto";
+import { promises as fs, readFileSync } from "node:fs";
+import path from "node:path";
+import { StringDecoder } from "node:string_decoder";
+import { AppError } from "../../protocol/app-error.ts";
+import type { ErrorCode } from "../../protocol/error-codes.ts";
+import type { ToolExecuteResult } from "../../protocol/schemas.ts";
+import { type SandboxSettings, sandboxSettingsFromEnv, startSandbox } from "./sandbox.ts";
+
+export const BASH_DEFAULT_TIMEOUT_MS = 60_000;
+export const BASH_MIN_TIMEOUT_S = 1;
+export const BASH_MAX_TIMEOUT_S = 300;
+/** Longest command accepted, in UTF-8 bytes: it is one argument of the sandbox's bash, and Linux
+ * refuses a single argument over 128 KiB (MAX_ARG_STRLEN) at exec. */
+export const BASH_MAX_COMMAND_BYTES = 100_000;
+/** Bytes of each stream kept in the final result. */
+export const MAX_RESULT_BYTES = 64 * 1024;
+/** Bytes of each stream streamed as tool.output events; the rest is counted, not sent. */
+export const MAX_STREAMED_BYTES = 1024 * 1024;
+
+export type OutputStream = "stdout" | "stderr";
+
+export interface BashContext {
+  workspace: string;
+  /** The session whose scratch folder the command gets; absent, a throwaway one is used. */
+  sessionId?: string;
+  onOutput?: (stream: OutputStream, text: string) => void;
+  signal?: AbortSignal;
+  settings?: SandboxSettings;
+  defaultTimeoutMs?: number;
+  /** The project allows network: the sandbox gets user-mode networking (slirp4netns). */
+  network?: boolean;
+}
+
+export function bashDefaultTimeoutMs(env: NodeJS.ProcessEnv = process.env): number {
+  const raw = env.PI_BASH_DEFAULT_TIMEOUT_MS;
+  const n = raw ? Number(raw) : BASH_DEFAULT_TIMEOUT_MS;
+  return Number.isInteger(n) && n > 0 ? n : BASH_DEFAULT_TIMEOUT_MS;
+}
+
+function result(code: ErrorCode | null, text: string, details: Record<string, unknown>): ToolExecuteResult {
+  return {
+    content: [{ type: "text", text: code ? `${code}: ${text}` : text }],
+    isError: code !== null,
+    ...(code ? { code } : {}),
+    details,
+  };
+}
+
+/** Validates the arguments; returns the refusal to report or the command and timeout in ms. */
+export function parseBashArgs(
+  args: Record<string, unknown>,
+  defaultTimeoutMs: number,
+): { command: string; timeoutMs: number } | ToolExecuteResult {
+  const { command, timeout } = args;
+  if (typeof command !== "string" || command.trim() === "")
+    return result("INVALID_PARAMS", "command must be a non-empty string", { field: "command" });
+  if (Buffer.byteLength(command) > BASH_MAX_COMMAND_BYTES)
+    return result(
+      "INVALID_PARAMS",
+      `command must be at most ${BASH_MAX_COMMAND_BYTES} bytes; write a script file instead`,
+      {
+        field: "command",
+        max: BASH_MAX_COMMAND_BYTES,
+        got: Buffer.byteLength(command),
+      },
+    );
+  if (command.includes("\0"))
+    return result("INVALID_PARAMS", "command must not contain NUL characters", { field: "command" });
+  if (timeout === undefined) return { command, timeoutMs: defaultTimeoutMs };
+  if (
+    typeof timeout !== "number" ||
+    !Number.isInteger(timeout) ||
+    timeout < BASH_MIN_TIMEOUT_S ||
+    timeout > BASH_MAX_TIMEOUT_S
+  ) {
+    return result(
+      "INVALID_PARAMS",
+      `timeout must be an integer number of seconds from ${BASH_MIN_TIMEOUT_S} to ${BASH_MAX_TIMEOUT_S}`,
+      { field: "timeout", min: BASH_MIN_TIMEOUT_S, max: BASH_MAX_TIMEOUT_S, got: timeout ?? null },
+    );
+  }
+  return { command, timeoutMs: timeout * 1000 };
+}
+
+class Collected {
+  kept: Buffer[] = [];
+  keptBytes = 0;
+  total = 0;
+  streamed = 0;
+  readonly decoder = new StringDecoder("utf8");
+
+  add(chunk: Buffer): void {
+    this.total += chunk.length;
+    if (this.keptBytes < MAX_RESULT_BYTES) {
+      const part = chunk.subarray(0, MAX_RESULT_BYTES - this.keptBytes);
+      this.kept.push(part);
+      this.keptBytes += part.length;
+    }
+  }
+
+  text(): string {
+    const s = new StringDecoder("utf8").end(Buffer.concat(this.kept));
+    return this.total > this.keptBytes
+      ? `${s}\n[output truncated: ${this.total - this.keptBytes} of ${this.total} bytes not shown]`
+      : s;
+  }
+}
+
+function isGone(pid: number): boolean {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+    return /\)\s+[ZX]\s/.test(stat);
+  } catch {
+    return true;
+  }
+}
+
+/** Runs a Bash tool call in the sandbox. Argument and sandbox refusals are results, not throws. */
+export async function runBash(args: Record<string, unknown>, ctx: BashContext): Promise<ToolExecuteResult> {
+  const settings = ctx.settings ?? sandboxSettingsFromEnv();
+  if (ctx.sessionId) return runBashIn(args, ctx, settings, ctx.sessionId);
+  // Without a session the scratch folder is this call's alone and goes away with it.
+  const sessionId = `call-${randomBytes(9).toString("base64url")}`;
+  try {
+    return await runBashIn(args, ctx, settings, sessionId);
+  } finally {
+    await fs.rm(path.join(settings.dataDir, "scratch", sessionId), { recursive: true, force: true });
+  }
+}
+
+async function runBashIn(
+  args: Record<string, unknown>,
+  ctx: BashContext,
+  settings: SandboxSettings,
+  sessionId: string,
+): Promise<ToolExecuteResult> {
+  const parsed = parseBashArgs(args, ctx.defaultTimeoutMs ?? bashDefaultTimeoutMs());
+  if ("content" in parsed) return parsed;
+  if (ctx.signal?.aborted) return result("TURN_ABORTED", "the call was aborted before it started", {});
+  let sandbox: Awaited<ReturnType<typeof startSandbox>>;
+  try {
+    sandbox = await startSandbox({
+      workspace: ctx.workspace,
+      sessionId,
+      command: parsed.command,
+      settings,
+      network: ctx.network === true,
+    });
+  } catch (err) {
+    if (err instanceof AppError && err.code === "SANDBOX_UNAVAILABLE")
+      return result("SANDBOX_UNAVAILABLE", err.message, err.details ?? {});
+    throw err;
+  }
+  const { child } = sandbox;
+  const out = { stdout: new Collected(), stderr: new Collected() };
+  // Output that arrives before the command reports (fd 4) that it runs in the finished sandbox is
+  // held back: a sandbox that fails to start streams nothing, and bwrap's own errors stay out.
+  let live = false;
+  let ended = false;
+  const pending: Array<[OutputStream, Buffer]> = [];
+
+  const emit = (stream: OutputStream, chunk: Buffer) => {
+    const c = out[stream];
+    c.add(chunk);
+    if (!ctx.onOutput || c.streamed >= MAX_STREAMED_BYTES) return;
+    const part = chunk.subarray(0, MAX_STREAMED_BYTES - c.streamed);
+    c.streamed += part.length;
+    const text = c.decoder.write(part);
+    if (text) ctx.onOutput(stream, text);
+    if (c.streamed >= MAX_STREAMED_BYTES)
+      ctx.onOutput(stream, "\n[streamed output truncated; the rest is counted, not sent]\n");
+  };
+  const onData = (stream: OutputStream) => (chunk: Buffer) => {
+    if (ended) return;
+    if (live) emit(stream, chunk);
+    else pending.push([stream, chunk]);
+  };
+  sandbox.stdout.on("data", onData("stdout"));
+  sandbox.stderr.on("data", onData("stderr"));
+
+  let reason: "timeout" | "abort" | null = null;
+  const kill = (why: "timeout" | "abort") => {
+    if (reason || ended) return;
+    reason = why;
+    // The sandbox's first process is init of its PID namespace: its death ends every descendant.
+    const firstPid = sandbox.firstPid();
+    if (firstPid) {
+      try {
+        process.kill(firstPid, "SIGKILL");
+      } catch {}
+    }
+    child.kill("SIGKILL");
+  };
+  const timer = setTimeout(() => kill("timeout"), parsed.timeoutMs);
+  const onAbort = () => kill("abort");
+  ctx.signal?.addEventListener("abort", onAbort, { once: true });
+  if (ctx.signal?.aborted) onAbort();
+
+  const closed = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
+    child.on("close", (code, signal) => resolve({ code, signal })),
+  );
+  if (await sandbox.started) {
+    live = true;
+    for (const [stream, chunk] of pending.splice(0)) emit(stream, chunk);
+  }
+  const exit = await closed;
+  clearTimeout(timer);
+  ctx.signal?.removeEventListener("abort", onAbort);
+  // The output pipes end once every writer in the sandbox is gone (the whole sandbox dies with its
+  // first process); bounded all the same, in case something outside kept a copy.
+  await Promise.race([sandbox.outputEnded, new Promise((r) => setTimeout(r, 2000))]);
+  if (!live) {
+    // Data events of the pipes may still be queued when close is reported: they were bwrap's own.
+    for (const [stream, chunk] of pending.splice(0)) out[stream].add(chunk);
+  }
+  const firstPid = sandbox.firstPid();
+  if (firstPid) {
+    // Wait (briefly) until the namespace's init is really gone.
+    const deadline = Date.now() + 2000;
+    while (!isGone(firstPid) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+  }
+  ended = true;
+  for (const s of ["stdout", "stderr"] as const) {
+    if (!live) continue;
+    const tail = out[s].decoder.end();
+    if (tail && ctx.onOutput && out[s].streamed < MAX_STREAMED_BYTES) ctx.onOutput(s, tail);
+  }
+  sandbox.stdout.destroy();
+  sandbox.stderr.destroy();
+
+  const details = {
+    exitCode: exit.code,
+    stdout: out.stdout.text(),
+    stderr: out.stderr.text(),
+    stdoutBytes: out.stdout.total,
+    stderrBytes: out.stderr.total,
+  };
+  const failure = sandbox.failure();
+  if (!live && failure)
+    return result("SANDBOX_UNAVAILABLE", `${failure}; nothing ran`, { reason: failure, network: true });
+  if (!live && !reason)
+    return result("SANDBOX_UNAVAILABLE", "bwrap failed to start the sandbox; nothing ran", {
+      reason: "bwrap failed to start",
+      bwrapExitCode: exit.code,
+      bwrapStderr: details.stderr,
+    });
+  if (reason === "timeout")
+    return result("TOOL_TIMEOUT", `the command ran past ${parsed.timeoutMs} ms and was killed`, {
+      ...details,
+      exitCode: null,
+      timeoutMs: parsed.timeoutMs,
+    });
+  if (reason === "abort")
+    return result("TURN_ABORTED", "the call was aborted; the command was killed", {
+      ...details,
+      exitCode: null,
+    });
+  const body = [details.stdout, details.stderr ? `[stderr]\n${details.stderr}` : ""]
+    .filter(Boolean)
+    .join("\n");
+  if (exit.code !== 0)
+    return result("TOOL_FAILED", `exit code ${exit.code ?? exit.signal}\n${body}`, details);
+  return result(null, body || "(no output)", details);
+}
