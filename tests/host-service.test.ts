@@ -3,22 +3,14 @@
 // credentials refused at start.
 import { jetstreamManager } from "@nats-io/jetstream";
 import { Svcm } from "@nats-io/services";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import type { ProjectView, SessionView } from "../services/protocol/schemas.ts";
-import { HOST_SERVICE_NAME } from "../services/protocol/subjects.ts";
+import { eventStreamName, HOST_SERVICE_NAME } from "../services/protocol/subjects.ts";
 import { hostEnv, spawnTs } from "./support/processes.ts";
-import { createStack, eventually, type Stack } from "./support/stack.ts";
+import { eventually } from "./support/stack.ts";
+import { useStack } from "./support/stack-fixture.ts";
 
-let stack: Stack;
-
-beforeAll(async () => {
-  stack = await createStack("svc");
-  await stack.startHost();
-});
-
-afterAll(async () => {
-  await stack?.close();
-});
+const stack = useStack("svc", { host: true });
 
 describe("host service", () => {
   it("announces development mode and answers host.hello", async () => {
@@ -55,7 +47,7 @@ describe("host service", () => {
     });
     await alice.call("session.prompt", { sessionId: session.id, text: "hello" });
     const jsm = await jetstreamManager(stack.nc);
-    const streamName = `${stack.env.prefix.toUpperCase()}_EVENTS`;
+    const streamName = eventStreamName(stack.env.prefix);
     // The owner and the approver each get their copy of the event.
     for (const principal of ["alice", "bob"]) {
       const msg = await eventually(() =>

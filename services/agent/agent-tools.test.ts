@@ -77,7 +77,7 @@ describe("host tools", () => {
       [spec("Read", readSchema), spec("Glob")],
       async (req) => {
         seen.push(req);
-        return ok(`${req.tool} result`, { code: "OK_CODE", details: { bytes: 3 } });
+        return ok(`${req.tool} result`, { code: "TOOL_FAILED", details: { bytes: 3 } });
       },
     );
     await agent.continue();
@@ -91,7 +91,7 @@ describe("host tools", () => {
     expect(batch.map((b) => b.toolCallId)).toEqual(seen.map((r) => r.toolCallId));
     const results = toolResults(agent.state.messages);
     expect(results.map((r) => r.isError)).toEqual([false, false]);
-    expect(results[0]?.details).toEqual({ bytes: 3, code: "OK_CODE" });
+    expect(results[0]?.details).toEqual({ bytes: 3, code: "TOOL_FAILED" });
   });
 
   it("rejects arguments that do not match the JSON schema before calling the host", async () => {

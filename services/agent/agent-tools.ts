@@ -3,6 +3,7 @@
 import type { AgentMessage, AgentTool, AgentToolResult } from "@mariozechner/pi-agent-core";
 import type { TSchema } from "@mariozechner/pi-ai";
 import { isAppError } from "../protocol/app-error.ts";
+import type { ErrorCode } from "../protocol/error-codes.ts";
 import type { ToolExecuteResult, ToolSpec } from "../protocol/schemas.ts";
 
 export interface ToolBatchEntry {
@@ -27,7 +28,7 @@ export interface HostToolsDeps {
   /** A result that switched the mode (EnterPlanMode): the run ends and continues with these. */
   onNext?: (next: NonNullable<ToolExecuteResult["next"]>) => void;
   /** The host refused the call with an AppError (TURN_TOKEN_INVALID ends the turn for this worker). */
-  onRefusal?: (code: string, err: Error) => void;
+  onRefusal?: (code: ErrorCode, err: Error) => void;
 }
 
 /**

@@ -2,9 +2,9 @@
 // concurrency, runs each claimed turn once, and on stop aborts and drains what it runs.
 import type { NatsConnection, Subscription } from "@nats-io/nats-core";
 import { isAppError } from "../protocol/app-error.ts";
-import { decodeJson } from "../protocol/envelope.ts";
 import { errorFields, type Logger } from "../protocol/log.ts";
-import { createAgentClient } from "../protocol/rpc-client.ts";
+import { agentClient } from "../protocol/rpc-client.ts";
+import { decodeJson } from "../protocol/envelope.ts";
 import { decodeParams, type TurnAssignment, TurnOffer } from "../protocol/schemas.ts";
 import { agentSubject, PROTOCOL_VERSION, WORKER_QUEUE } from "../protocol/subjects.ts";
 import { type RunningTurn, startTurn } from "./turn-runner.ts";
@@ -27,8 +27,8 @@ const REMEMBERED_TURNS = 10_000;
 
 export function createAgentWorker(opts: AgentWorkerOptions) {
   const { nc, prefix, workerId, log } = opts;
-  const client = createAgentClient({ nc, prefix, timeoutMs: opts.callTimeoutMs ?? 30_000 });
-  const toolClient = createAgentClient({ nc, prefix, timeoutMs: opts.toolTimeoutMs ?? 15 * 60_000 });
+  const client = agentClient({ nc, prefix, timeoutMs: opts.callTimeoutMs ?? 30_000 });
+  const toolClient = agentClient({ nc, prefix, timeoutMs: opts.toolTimeoutMs ?? 15 * 60_000 });
   const running = new Map<string, RunningTurn>();
   const claiming = new Map<string, Promise<void>>();
   const taken = new Set<string>();
@@ -43,12 +43,7 @@ export function createAgentWorker(opts: AgentWorkerOptions) {
     }
   };
 
-  const hello = () => {
-    nc.publish(
-      agentSubject(prefix, "hello"),
-      JSON.stringify({ workerId, protocolVersion: PROTOCOL_VERSION }),
-    );
-  };
+  const hello = () => client.hello(workerId);
 
   function onOffer(data: Uint8Array): void {
     if (stopping) return;
@@ -68,7 +63,7 @@ export function createAgentWorker(opts: AgentWorkerOptions) {
   async function claimTurn(offer: TurnOffer): Promise<void> {
     let assignment: TurnAssignment;
     try {
-      assignment = await client.call<TurnAssignment>("claim", { turnId: offer.turnId, workerId });
+      assignment = await client.call("claim", { turnId: offer.turnId, workerId });
     } catch (err) {
       // Another worker has it (TURN_NOT_CLAIMABLE, ...): quiet. A lost reply may be retried on a re-offer.
       if (!isAppError(err)) log.error("turn.claim_failed", { turnId: offer.turnId, ...errorFields(err) });

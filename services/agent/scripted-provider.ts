@@ -1,4 +1,4 @@
-// The scripted model provider (DESIGN §10): replays a session's script through pi-ai's faux provider,
+// The scripted model provider (docs/protocol.md, "Shapes"): replays a session's script through pi-ai's faux provider,
 // so the Agent streams text and tool calls exactly as from a real provider. No network, no keys.
 import { createHash, randomBytes } from "node:crypto";
 import { existsSync } from "node:fs";

@@ -5,7 +5,7 @@ import type { Api, Model } from "@mariozechner/pi-ai";
 import type { NatsConnection, Subscription } from "@nats-io/nats-core";
 import { isAppError } from "../protocol/app-error.ts";
 import { errorFields, type Logger } from "../protocol/log.ts";
-import type { AgentClient } from "../protocol/rpc-client.ts";
+import type { TypedAgentClient } from "../protocol/rpc-client.ts";
 import type { OperatingMode, ToolExecuteResult, ToolSpec, TurnAssignment } from "../protocol/schemas.ts";
 import { turnCancelSubject } from "../protocol/subjects.ts";
 import { buildHostTools, type ToolCallRequest } from "./agent-tools.ts";
@@ -20,9 +20,9 @@ export interface TurnRunnerDeps {
   nc: NatsConnection;
   prefix: string;
   /** claim/context/append/heartbeat/turn.end: short timeout. */
-  client: AgentClient;
+  client: TypedAgentClient;
   /** tools.execute: long timeout (a tool may wait for a person's permission). */
-  toolClient: AgentClient;
+  toolClient: TypedAgentClient;
   log: Logger;
   scriptedCallLog?: string | undefined;
 }
@@ -33,11 +33,6 @@ export interface RunningTurn {
   abort(reason: string): void;
   /** Resolves when the turn is over for this worker; never rejects. */
   done: Promise<void>;
-}
-
-interface ContextPage {
-  messages: AgentMessage[];
-  nextCursor: number | null;
 }
 
 type TurnOutcome = { status: "completed" } | { status: "error"; error: string };
@@ -150,8 +145,9 @@ export function startTurn(assignment: TurnAssignment, deps: TurnRunnerDeps): Run
         limit: CONTEXT_PAGE_LIMIT,
         ...(cursor === undefined ? {} : { cursor }),
       };
-      const page = await deps.client.call<ContextPage>("context", params);
-      messages.push(...page.messages);
+      const page = await deps.client.call("context", params);
+      // The host stores what workers appended: pi-ai messages (docs/protocol.md, `context`).
+      messages.push(...(page.messages as AgentMessage[]));
       if (page.nextCursor === null || page.nextCursor === undefined || stop.signal.aborted) return messages;
       if (page.nextCursor === cursor) throw new Error(`context cursor did not advance (${cursor})`);
       cursor = page.nextCursor;
@@ -191,7 +187,7 @@ export function startTurn(assignment: TurnAssignment, deps: TurnRunnerDeps): Run
       const params = { sessionId, turnId, token, ...req, requestedMode: mode };
       for (let attempt = 1; ; attempt++) {
         try {
-          return await abortable(deps.toolClient.call<ToolExecuteResult>("tools.execute", params), signal);
+          return await abortable(deps.toolClient.call("tools.execute", params), signal);
         } catch (err) {
           if (!isTransportError(err) || attempt >= TOOL_ATTEMPTS || signal?.aborted) throw err;
           deps.log.warn("turn.tool_retry", {
@@ -229,7 +225,9 @@ export function startTurn(assignment: TurnAssignment, deps: TurnRunnerDeps): Run
       const message = event.message;
       if (message.role !== "assistant" && message.role !== "toolResult") return;
       try {
-        await deps.client.call("append", { turnId, token, messages: [message] });
+        // pi-ai messages are plain JSON objects: the wire type is a record.
+        const wire = message as unknown as Record<string, unknown>;
+        await deps.client.call("append", { turnId, token, messages: [wire] });
       } catch (err) {
         if (isAppError(err) && err.code === "TURN_TOKEN_INVALID") return; // the run parked or was aborted
         failure ??= `append failed (${describe(err)})`;

@@ -2,7 +2,8 @@
 // subscription to one session's events with a deadline-bounded `next()`. Nothing else does I/O on the bus.
 import { connect, type NatsConnection, type Subscription } from "@nats-io/transport-node";
 import type { SessionEvent } from "../protocol/events.ts";
-import { createRpcClient } from "../protocol/rpc-client.ts";
+import type { ClientMethod, ResultOf } from "../protocol/methods.ts";
+import { type ArgsOf, rpcClient } from "../protocol/rpc-client.ts";
 import { sessionEventsWildcard } from "../protocol/subjects.ts";
 import type { CliConfig } from "./cli-config.ts";
 import { CliError } from "./cli-error.ts";
@@ -15,7 +16,8 @@ export interface EventSubscription {
 }
 
 export interface CliBus {
-  call<T = unknown>(method: string, params?: unknown): Promise<T>;
+  /** A client method of the METHODS table, typed by it. */
+  call<M extends ClientMethod>(method: M, ...params: ArgsOf<M>): Promise<ResultOf<M>>;
   /** Subscribes and flushes, so every event published after this resolves is delivered. */
   subscribeSession(sessionId: string): Promise<EventSubscription>;
   close(): Promise<void>;
@@ -87,11 +89,9 @@ export async function connectBus(config: CliConfig): Promise<CliBus> {
       },
     );
   }
-  const rpc = createRpcClient({ nc, prefix: config.prefix, principal: config.principal });
+  const rpc = rpcClient({ nc, prefix: config.prefix, principal: config.principal });
   return {
-    call<T>(method: string, params?: unknown) {
-      return rpc.call<T>(method, params ?? {});
-    },
+    call: rpc.call,
     async subscribeSession(sessionId) {
       const sub = sessionSubscription(nc, config, sessionId);
       await nc.flush();

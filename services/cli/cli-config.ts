@@ -1,7 +1,7 @@
 // The CLI's configuration, read from the environment once per run. Pure: the caller passes the
 // environment and the OS user name, so tests need neither.
 import { DEFAULT_NATS_URL } from "../protocol/process-env.ts";
-import { SUBJECT_TOKEN } from "../protocol/subjects.ts";
+import { PREFIX_TOKEN, SUBJECT_TOKEN } from "../protocol/tokens.ts";
 import { UsageError } from "./cli-error.ts";
 
 export interface CliConfig {
@@ -28,7 +28,7 @@ export function principalFromUserName(userName: string | undefined): string {
  */
 export function readCliConfig(env: NodeJS.ProcessEnv, osUserName: string | undefined): CliConfig {
   const prefix = env.PI_PREFIX || DEFAULT_PREFIX;
-  if (!/^[A-Za-z0-9_-]{1,32}$/.test(prefix)) {
+  if (!PREFIX_TOKEN.test(prefix)) {
     throw new UsageError(
       `PI_PREFIX must be one subject token ([A-Za-z0-9_-], at most 32), got ${JSON.stringify(prefix)}`,
     );

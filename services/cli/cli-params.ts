@@ -3,8 +3,9 @@
 import type { Static } from "typebox";
 import path from "node:path";
 // Type-only imports: loading schemas.ts (the TypeBox compilers) would slow every CLI start.
+import type { ParamsOf } from "../protocol/methods.ts";
+import { EXECUTION_PERMISSION_MODES, OPERATING_MODES as MODES } from "../protocol/modes.ts";
 import type {
-  EXECUTION_PERMISSION_MODES,
   ModelConfig,
   OperatingMode,
   PermissionMode,
@@ -14,10 +15,11 @@ import type {
 } from "../protocol/schemas.ts";
 import { UsageError } from "./cli-error.ts";
 
-export const OPERATING_MODES: readonly OperatingMode[] = ["agent", "plan"];
-export const PERMISSION_MODES: readonly PermissionMode[] = ["ask", "accept-edits", "auto", "inherit"];
-/** The approve target modes; the compiler keeps this equal to the shared list. */
-export const APPROVE_MODES: typeof EXECUTION_PERMISSION_MODES = ["ask", "accept-edits", "auto"];
+export const OPERATING_MODES: readonly OperatingMode[] = MODES;
+/** The session permission modes in the CLI's order (`inherit` last). */
+export const PERMISSION_MODES: readonly PermissionMode[] = [...EXECUTION_PERMISSION_MODES, "inherit"];
+/** The approve target modes: the shared list of execution permission modes. */
+export const APPROVE_MODES = EXECUTION_PERMISSION_MODES;
 
 export const DEMO_MODEL: ModelConfig = { provider: "scripted", model: "demo" };
 
@@ -25,8 +27,8 @@ export const DEMO_MODEL: ModelConfig = { provider: "scripted", model: "demo" };
 export function projectConfigureParams(
   projectId: string,
   opts: { network?: string; previewOrigin?: string[]; clearPreviewOrigins?: boolean; expectVersion?: string },
-): Record<string, unknown> {
-  const body: Record<string, unknown> = { projectId };
+): ParamsOf<"projects.configure"> {
+  const body: ParamsOf<"projects.configure"> = { projectId };
   if (opts.network !== undefined) {
     if (opts.network !== "on" && opts.network !== "off")
       throw new UsageError(`--network must be on or off, got ${JSON.stringify(opts.network)}`);

@@ -1,5 +1,5 @@
-// Reply envelopes of the bus contract: {"result": ...} or {"error": {code, message, retriable, details}}.
-// Every process turns errors into replies here and nowhere else.
+// Reply envelopes of the bus contract: {"result": ...} or {"error": {code, message, retriable, details}},
+// and the JSON encoder and decoder every wire body goes through.
 import { AppError, type WireError } from "./app-error.ts";
 
 export type Reply<T> = { result: T } | { error: WireError };
@@ -25,11 +25,9 @@ export function okReply<T>(result: T): Uint8Array {
   return encodeJson({ result });
 }
 
-/** Converts any thrown value into an error reply; a non-AppError is a bug and becomes INTERNAL. */
-export function errorReply(err: unknown, onBug?: (err: unknown) => void): Uint8Array {
-  if (err instanceof AppError) return encodeJson({ error: err.toWire() });
-  onBug?.(err);
-  return encodeJson({ error: new AppError("INTERNAL").toWire() });
+/** The body of an error reply. Each process has one reply function that uses it (the host's: bus/reply.ts). */
+export function errorBody(err: AppError): Uint8Array {
+  return encodeJson({ error: err.toWire() });
 }
 
 /** Unwraps a reply: the result, or the AppError it carries. */

@@ -10,6 +10,7 @@ import type {
   TurnKind,
   TurnStatus,
 } from "./schemas.ts";
+import type { ErrorCode } from "./error-codes.ts";
 import type { PermissionDecision, PermissionRisk } from "./permission-schemas.ts";
 
 export interface EventBodies {
@@ -20,7 +21,7 @@ export interface EventBodies {
     version: number;
   };
   "turn.started": { turnId: string; kind: TurnKind };
-  "turn.ended": { turnId: string; status: TurnStatus; code?: string };
+  "turn.ended": { turnId: string; status: TurnStatus; code?: ErrorCode };
   message: { turnId: string; role: "assistant"; text: string };
   "tool.called": { turnId: string; toolCallId: string; tool: string; args: Record<string, unknown> };
   "tool.result": {
@@ -29,7 +30,7 @@ export interface EventBodies {
     tool: string;
     decision: "allow" | "deny";
     isError: boolean;
-    code?: string;
+    code?: ErrorCode;
     text: string;
   };
   "tool.output": {
@@ -48,7 +49,7 @@ export interface EventBodies {
     execution?: { executionId: string; state: ExecutionState };
     status?: ApprovalStatus;
   };
-  /** A tool call waits for a person (DESIGN §7): answer with `permissions.resolve` before `deadline`. */
+  /** A tool call waits for a person (docs/protocol.md, "Permission prompts"): answer with `permissions.resolve` before `deadline`. */
   "permission.requested": {
     requestId: string;
     turnId: string;
@@ -64,7 +65,7 @@ export interface EventBodies {
     toolCallId: string;
     tool: string;
     decision: PermissionDecision;
-    code?: string;
+    code?: ErrorCode;
   };
 }
 

@@ -1,8 +1,7 @@
 // Wire schemas of the permission prompt methods (docs/protocol.md, "Permission prompts") and their
 // result shapes. Decoded with decodeParams like every other request body.
 import { type Static, Type } from "typebox";
-
-const Id = Type.String({ pattern: "^[A-Za-z0-9_-]{1,64}$" });
+import { Id, Nullable, Timestamp } from "./values.ts";
 
 export const PermissionDecisionSchema = Type.Union([
   Type.Literal("allow-once"),
@@ -11,8 +10,10 @@ export const PermissionDecisionSchema = Type.Union([
 ]);
 export type PermissionDecision = Static<typeof PermissionDecisionSchema>;
 
-export type PermissionRisk = "low" | "medium" | "high";
-export type PermissionStatus = "pending" | "allowed" | "denied";
+const RiskSchema = Type.Union([Type.Literal("low"), Type.Literal("medium"), Type.Literal("high")]);
+export type PermissionRisk = Static<typeof RiskSchema>;
+const StatusSchema = Type.Union([Type.Literal("pending"), Type.Literal("allowed"), Type.Literal("denied")]);
+export type PermissionStatus = Static<typeof StatusSchema>;
 
 export const PermissionsPendingParams = Type.Object(
   { sessionId: Type.Optional(Id) },
@@ -26,20 +27,24 @@ export const PermissionsResolveParams = Type.Object(
 );
 export type PermissionsResolveParams = Static<typeof PermissionsResolveParams>;
 
-export interface PermissionRequestView {
-  requestId: string;
-  sessionId: string;
-  turnId: string;
-  toolCallId: string;
-  tool: string;
-  risk: PermissionRisk;
-  preview: Record<string, unknown>;
-  status: PermissionStatus;
-  decision: PermissionDecision | null;
+export const PermissionRequestView = Type.Object({
+  requestId: Type.String(),
+  sessionId: Type.String(),
+  turnId: Type.String(),
+  toolCallId: Type.String(),
+  tool: Type.String(),
+  risk: RiskSchema,
+  preview: Type.Record(Type.String(), Type.Unknown()),
+  status: StatusSchema,
+  decision: Nullable(PermissionDecisionSchema),
   /** Who answered; null while pending or when the host denied it (timeout, abort, fence). */
-  principal: string | null;
-  code: string | null;
-  createdAt: string;
-  deadline: string;
-  resolvedAt: string | null;
-}
+  principal: Nullable(Type.String()),
+  /** An ErrorCode; typed as a string until the permission gate reads it as one. */
+  code: Nullable(Type.String()),
+  createdAt: Timestamp,
+  deadline: Timestamp,
+  resolvedAt: Nullable(Timestamp),
+});
+export type PermissionRequestView = Static<typeof PermissionRequestView>;
+
+export const PermissionRequestList = Type.Object({ requests: Type.Array(PermissionRequestView) });

@@ -1,18 +1,20 @@
 // Wire schemas of the plugin methods (docs/protocol.md, "Plugins") and of a plugin tool call, with the
 // manifest checks TypeBox cannot express: no built-in tool name, no duplicate names, risk normalised
-// (missing or invalid counts as medium, DESIGN §7).
+// (missing or invalid counts as medium, docs/protocol.md "Plugins").
 import { type Static, type TSchema, Type } from "typebox";
 import { Compile } from "typebox/compile";
 import { AppError } from "./app-error.ts";
-import type { ToolResultText } from "./schemas.ts";
+import type { ToolResultText } from "./agent-schemas.ts";
+import { Id, Nullable, Timestamp } from "./values.ts";
 
 /** A subject token: plugin ids and tool names become parts of `<prefix>.plugin.<pluginId>.<tool>`. */
-const Token = Type.String({ pattern: "^[A-Za-z0-9_-]{1,64}$" });
+const Token = Id;
 
-export type PluginRisk = "low" | "medium" | "high";
+const PluginRiskSchema = Type.Union([Type.Literal("low"), Type.Literal("medium"), Type.Literal("high")]);
+export type PluginRisk = Static<typeof PluginRiskSchema>;
 
-/** The built-in tools of the host (DESIGN §7); a plugin may not register one of these names. */
-export const BUILTIN_TOOL_NAMES: ReadonlySet<string> = new Set([
+/** The built-in tools of the host (docs/protocol.md); a plugin may not register one of these names. */
+export const BUILTIN_TOOLS_LIST = [
   "Read",
   "Glob",
   "Grep",
@@ -23,7 +25,10 @@ export const BUILTIN_TOOL_NAMES: ReadonlySet<string> = new Set([
   "ExitPlanMode",
   "BrowserPreview",
   "new_context",
-]);
+] as const;
+/** A built-in tool's name; machines/tool-policy.ts keys its TOOLS table by exactly these. */
+export type BuiltinToolName = (typeof BUILTIN_TOOLS_LIST)[number];
+export const BUILTIN_TOOL_NAMES: ReadonlySet<string> = new Set(BUILTIN_TOOLS_LIST);
 
 export const PluginToolSchema = Type.Object(
   {
@@ -55,12 +60,13 @@ export type PluginsRegisterParams = Static<typeof PluginsRegisterParams>;
 export const PluginRef = Type.Object({ pluginId: Token }, { additionalProperties: false });
 export type PluginRef = Static<typeof PluginRef>;
 
-export interface PluginToolManifest {
-  name: string;
-  description: string;
-  parameters: Record<string, unknown>;
-  risk: PluginRisk;
-}
+export const PluginToolManifest = Type.Object({
+  name: Type.String(),
+  description: Type.String(),
+  parameters: Type.Record(Type.String(), Type.Unknown()),
+  risk: PluginRiskSchema,
+});
+export type PluginToolManifest = Static<typeof PluginToolManifest>;
 
 /** A manifest as stored: every tool with a normalised risk. */
 export interface PluginManifest {
@@ -69,15 +75,18 @@ export interface PluginManifest {
   tools: PluginToolManifest[];
 }
 
-export interface PluginView {
-  id: string;
-  name: string | null;
-  enabled: boolean;
-  tools: PluginToolManifest[];
-  registeredBy: string;
-  createdAt: string;
-  updatedAt: string;
-}
+export const PluginView = Type.Object({
+  id: Type.String(),
+  name: Nullable(Type.String()),
+  enabled: Type.Boolean(),
+  tools: Type.Array(PluginToolManifest),
+  registeredBy: Type.String(),
+  createdAt: Timestamp,
+  updatedAt: Timestamp,
+});
+export type PluginView = Static<typeof PluginView>;
+
+export const PluginList = Type.Object({ plugins: Type.Array(PluginView) });
 
 /** Missing or invalid risk counts as medium. */
 export function normaliseRisk(risk: unknown): PluginRisk {

@@ -1,6 +1,8 @@
 // Environment settings every pi-host process reads the same way (host, agent worker). A doubtful
 // value refuses to start: production needs NATS credentials, development mode is explicit.
 
+import { PREFIX_TOKEN } from "./tokens.ts";
+
 export const DEFAULT_NATS_URL = "nats://127.0.0.1:4222";
 
 export function positiveIntEnv(env: NodeJS.ProcessEnv, name: string, fallback: number): number {
@@ -30,8 +32,7 @@ export function readBusEnv(env: NodeJS.ProcessEnv, processName: string): BusEnv 
     );
   }
   const prefix = env.PI_PREFIX || "pi";
-  if (!/^[A-Za-z0-9_-]{1,32}$/.test(prefix))
-    throw new Error(`PI_PREFIX must be one subject token, got ${prefix}`);
+  if (!PREFIX_TOKEN.test(prefix)) throw new Error(`PI_PREFIX must be one subject token, got ${prefix}`);
   return {
     natsUrl: env.NATS_URL || DEFAULT_NATS_URL,
     natsUser,

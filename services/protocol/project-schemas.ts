@@ -2,8 +2,7 @@
 // express: every BrowserPreview origin is a bare http(s) origin, stored in its canonical form.
 import { type Static, Type } from "typebox";
 import { AppError } from "./app-error.ts";
-
-const Id = Type.String({ pattern: "^[A-Za-z0-9_-]{1,64}$" });
+import { Id, Nullable, Timestamp } from "./values.ts";
 
 /** How many origins a project may list (the migration's CHECK says the same). */
 export const MAX_PREVIEW_ORIGINS = 32;
@@ -34,19 +33,20 @@ export const ProjectsConfigureParams = Type.Object(
 );
 export type ProjectsConfigureParams = Static<typeof ProjectsConfigureParams>;
 
-export interface ProjectView {
-  id: string;
-  name: string;
-  workspaceRoot: string;
-  owner: string;
-  /** The project's sandboxes get user-mode networking (DESIGN §7); false = no network at all. */
-  network: boolean;
+export const ProjectView = Type.Object({
+  id: Type.String(),
+  name: Type.String(),
+  workspaceRoot: Type.String(),
+  owner: Type.String(),
+  /** The project's sandboxes get user-mode networking (docs/protocol.md); false = no network at all. */
+  network: Type.Boolean(),
   /** Canonical origins (`scheme://host[:port]`) BrowserPreview may load besides loopback and workspace files. */
-  previewOrigins: string[];
-  version: number;
-  createdAt: string;
-  updatedAt: string | null;
-}
+  previewOrigins: Type.Array(Type.String()),
+  version: Type.Integer(),
+  createdAt: Timestamp,
+  updatedAt: Nullable(Timestamp),
+});
+export type ProjectView = Static<typeof ProjectView>;
 
 /**
  * The canonical form of a preview origin (`https://example.com`, `http://10.0.0.5:8080`), or

@@ -2,6 +2,7 @@
 // Only bugs throw; the bus turns a refusal into a wire error reply in one place (docs/architecture.md).
 import { AppError } from "./app-error.ts";
 import type { ErrorCode } from "./error-codes.ts";
+import type { ToolExecuteResult } from "./schemas.ts";
 
 export interface Refusal {
   code: ErrorCode;
@@ -31,4 +32,21 @@ export function refusalError(refusal: Refusal): AppError {
 export function unwrap<T>(result: Result<T>): T {
   if (result.ok) return result.value;
   throw refusalError(result.refusal);
+}
+
+/**
+ * A tool call's result as the model sees it: `code` null is a success; a code makes it an error whose
+ * text starts with the code (the one shape of a tool refusal, built here for every tool).
+ */
+export function toolResult(
+  code: ErrorCode | null,
+  text: string,
+  details?: Record<string, unknown>,
+): ToolExecuteResult {
+  return {
+    content: [{ type: "text", text: code ? `${code}: ${text}` : text }],
+    isError: code !== null,
+    ...(code ? { code } : {}),
+    ...(details ? { details } : {}),
+  };
 }

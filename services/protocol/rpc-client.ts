@@ -1,14 +1,21 @@
 // A small request/reply client over the bus contract, shared by the CLI, the agent worker and tests.
+// rpcClient/agentClient are typed by the METHODS table; createRpcClient/createAgentClient stay loose for tests.
 import type { NatsConnection } from "@nats-io/nats-core";
+import type { AgentHello } from "./agent-schemas.ts";
 import { AppError } from "./app-error.ts";
 import { encodeJson, unwrapReply } from "./envelope.ts";
-import { type AgentMethod, agentSubject, rpcSubject } from "./subjects.ts";
+import type { AgentMethod, ClientMethod, Method, ParamsOf, ResultOf } from "./methods.ts";
+import { agentSubject, PROTOCOL_VERSION, rpcSubject } from "./subjects.ts";
 
 export interface RpcClientOptions {
   nc: NatsConnection;
   prefix: string;
   timeoutMs?: number;
 }
+
+/** The params argument: optional when the method takes an empty object. */
+export type ArgsOf<M extends Method> =
+  Record<never, never> extends ParamsOf<M> ? [params?: ParamsOf<M>] : [params: ParamsOf<M>];
 
 async function request<T>(nc: NatsConnection, subject: string, params: unknown, timeout: number): Promise<T> {
   let msg: Awaited<ReturnType<NatsConnection["request"]>>;
@@ -23,24 +30,61 @@ async function request<T>(nc: NatsConnection, subject: string, params: unknown, 
   return unwrapReply<T>(msg.data);
 }
 
-/** Client methods as a principal: `<prefix>.rpc.<principal>.<method>`. */
-export function createRpcClient(opts: RpcClientOptions & { principal: string }) {
+/** Client methods as a principal, `<prefix>.rpc.<principal>.<method>`, typed by the METHODS table. */
+export function rpcClient(opts: RpcClientOptions & { principal: string }) {
   const timeout = opts.timeoutMs ?? 10_000;
+  const raw = <T = unknown>(method: string, params: unknown = {}): Promise<T> =>
+    request<T>(opts.nc, rpcSubject(opts.prefix, opts.principal, method), params, timeout);
+  return {
+    principal: opts.principal,
+    /** A client method of the table: an unknown method or wrong params do not compile. */
+    call<M extends ClientMethod>(method: M, ...params: ArgsOf<M>): Promise<ResultOf<M>> {
+      return raw<ResultOf<M>>(method, params[0] ?? {});
+    },
+    /** Any method name and body, unchecked (tests of refusals and unknown methods). */
+    raw,
+  };
+}
+export type TypedRpcClient = ReturnType<typeof rpcClient>;
+
+/** Agent-worker methods, `<prefix>.agent.<method>`, typed by the METHODS table, and the worker's hello. */
+export function agentClient(opts: RpcClientOptions) {
+  const timeout = opts.timeoutMs ?? 30_000;
+  const raw = <T = unknown>(method: string, params: unknown): Promise<T> =>
+    request<T>(opts.nc, `${opts.prefix}.agent.${method}`, params, timeout);
+  return {
+    call<M extends AgentMethod>(method: M, params: ParamsOf<M>): Promise<ResultOf<M>> {
+      return raw<ResultOf<M>>(method, params);
+    },
+    /** Any agent method name and body, unchecked. */
+    raw,
+    /** Announces a worker; the host re-publishes waiting offers (docs/protocol.md, step 1). */
+    hello(workerId: string): void {
+      const body: AgentHello = { workerId, protocolVersion: PROTOCOL_VERSION };
+      opts.nc.publish(agentSubject(opts.prefix, "hello"), encodeJson(body));
+    },
+  };
+}
+export type TypedAgentClient = ReturnType<typeof agentClient>;
+
+/** The loose client of the tests: any method name, any body, the result type the caller names. */
+export function createRpcClient(opts: RpcClientOptions & { principal: string }) {
+  const { raw } = rpcClient(opts);
   return {
     principal: opts.principal,
     call<T = unknown>(method: string, params: unknown = {}): Promise<T> {
-      return request<T>(opts.nc, rpcSubject(opts.prefix, opts.principal, method), params, timeout);
+      return raw<T>(method, params);
     },
   };
 }
 export type RpcClient = ReturnType<typeof createRpcClient>;
 
-/** Agent-worker methods: `<prefix>.agent.<method>`. */
+/** The loose agent-worker client of the tests (any of the agent methods, any body). */
 export function createAgentClient(opts: RpcClientOptions) {
-  const timeout = opts.timeoutMs ?? 30_000;
+  const { raw } = agentClient(opts);
   return {
     call<T = unknown>(method: AgentMethod, params: unknown): Promise<T> {
-      return request<T>(opts.nc, agentSubject(opts.prefix, method), params, timeout);
+      return raw<T>(method, params);
     },
   };
 }

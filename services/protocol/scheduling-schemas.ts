@@ -1,17 +1,20 @@
 // Wire schemas of the settings and scheduled-task methods (docs/protocol.md, "Settings and scheduled
 // tasks") and their result shapes. Decoded with decodeParams like every other request body.
 import { type Static, Type } from "typebox";
-import { ModelConfig, OperatingMode, PermissionMode } from "./schemas.ts";
-
-const Id = Type.String({ pattern: "^[A-Za-z0-9_-]{1,64}$" });
+import {
+  ExecutionPermissionMode,
+  Id,
+  ModelConfig,
+  ModelName,
+  Nullable,
+  OperatingMode,
+  PermissionMode,
+  Timestamp,
+} from "./values.ts";
 
 /** An app default permission mode: `inherit` is a session value only, never an app default. */
-export const DefaultPermissionMode = Type.Union([
-  Type.Literal("ask"),
-  Type.Literal("accept-edits"),
-  Type.Literal("auto"),
-]);
-export type DefaultPermissionMode = Static<typeof DefaultPermissionMode>;
+export const DefaultPermissionMode = ExecutionPermissionMode;
+export type DefaultPermissionMode = ExecutionPermissionMode;
 
 export const SettingsSetParams = Type.Object(
   {
@@ -22,10 +25,11 @@ export const SettingsSetParams = Type.Object(
 );
 export type SettingsSetParams = Static<typeof SettingsSetParams>;
 
-export interface SettingsView {
-  defaultMode: OperatingMode;
-  defaultPermissionMode: DefaultPermissionMode;
-}
+export const SettingsView = Type.Object({
+  defaultMode: OperatingMode,
+  defaultPermissionMode: DefaultPermissionMode,
+});
+export type SettingsView = Static<typeof SettingsView>;
 
 const Name = Type.String({ minLength: 1, maxLength: 200 });
 /** Five cron fields (minute hour day-of-month month day-of-week); checked further by the host. */
@@ -76,38 +80,53 @@ export const ScheduledRunsParams = Type.Object(
   { additionalProperties: false },
 );
 
-export type ScheduledRunStatus = "claimed" | "running" | "completed" | "failed" | "missed";
-export type ScheduledRunTrigger = "schedule" | "manual";
+const RunStatusSchema = Type.Union([
+  Type.Literal("claimed"),
+  Type.Literal("running"),
+  Type.Literal("completed"),
+  Type.Literal("failed"),
+  Type.Literal("missed"),
+]);
+export type ScheduledRunStatus = Static<typeof RunStatusSchema>;
+const RunTriggerSchema = Type.Union([Type.Literal("schedule"), Type.Literal("manual")]);
+export type ScheduledRunTrigger = Static<typeof RunTriggerSchema>;
 
-export interface ScheduledTaskView {
-  id: string;
-  name: string;
-  owner: string;
-  projectId: string;
-  cron: string;
-  timezone: string;
-  prompt: string;
-  mode: OperatingMode;
-  permissionMode: PermissionMode;
-  model: { provider: string; model: string };
-  enabled: boolean;
+export const ScheduledTaskView = Type.Object({
+  id: Type.String(),
+  name: Type.String(),
+  owner: Type.String(),
+  projectId: Type.String(),
+  cron: Type.String(),
+  timezone: Type.String(),
+  prompt: Type.String(),
+  mode: OperatingMode,
+  permissionMode: PermissionMode,
+  model: ModelName,
+  enabled: Type.Boolean(),
   /** The next occurrence the scheduler will claim; null while disabled. */
-  nextRunAt: string | null;
-  version: number;
-  createdAt: string;
-  updatedAt: string;
-}
+  nextRunAt: Nullable(Timestamp),
+  version: Type.Integer(),
+  createdAt: Timestamp,
+  updatedAt: Timestamp,
+});
+export type ScheduledTaskView = Static<typeof ScheduledTaskView>;
 
-export interface ScheduledRunView {
-  runId: string;
-  taskId: string;
-  trigger: ScheduledRunTrigger | null;
-  status: ScheduledRunStatus;
-  scheduledFor: string;
-  claimedBy: string | null;
-  startedAt: string | null;
-  endedAt: string | null;
-  sessionId: string | null;
-  turnId: string | null;
-  errorCode: string | null;
-}
+export const ScheduledRunView = Type.Object({
+  runId: Type.String(),
+  taskId: Type.String(),
+  trigger: Nullable(RunTriggerSchema),
+  status: RunStatusSchema,
+  scheduledFor: Timestamp,
+  claimedBy: Nullable(Type.String()),
+  startedAt: Nullable(Timestamp),
+  endedAt: Nullable(Timestamp),
+  sessionId: Nullable(Type.String()),
+  turnId: Nullable(Type.String()),
+  /** An ErrorCode; typed as a string until the schedule store reads it as one. */
+  errorCode: Nullable(Type.String()),
+});
+export type ScheduledRunView = Static<typeof ScheduledRunView>;
+
+export const ScheduledTaskList = Type.Object({ tasks: Type.Array(ScheduledTaskView) });
+export const ScheduledRunList = Type.Object({ runs: Type.Array(ScheduledRunView) });
+export const ScheduledDeleted = Type.Object({ taskId: Type.String(), deleted: Type.Literal(true) });

@@ -1,5 +1,7 @@
 // Every NATS subject of the bus contract (docs/protocol.md). Nothing else builds subject strings.
 
+import type { AgentMethod, ClientApiMethod } from "./methods.ts";
+
 export const PROTOCOL_VERSION = 1;
 
 /** Client request: `<prefix>.rpc.<principal>.<method>`. */
@@ -64,73 +66,30 @@ export function testSubject(prefix: string, name: string): string {
   return `${prefix}.test.${name}`;
 }
 
-/** Principals and ids become subject tokens: only these characters are accepted. */
-export const SUBJECT_TOKEN = /^[A-Za-z0-9_-]{1,64}$/;
+/** Principals and ids become subject tokens: only these characters are accepted (tokens.ts). */
+export { SUBJECT_TOKEN } from "./tokens.ts";
 
-/** Settings and scheduled-task methods, served by services/host/scheduling-api.ts. */
-export const SCHEDULING_METHODS = [
-  "settings.get",
-  "settings.set",
-  "scheduled.create",
-  "scheduled.list",
-  "scheduled.update",
-  "scheduled.delete",
-  "scheduled.run",
-  "scheduled.runs",
-] as const;
-export type SchedulingMethod = (typeof SCHEDULING_METHODS)[number];
-
-/** Permission prompt methods, served by services/host/permissions-api.ts. */
-export const PERMISSION_METHODS = ["permissions.pending", "permissions.resolve"] as const;
-export type PermissionMethod = (typeof PERMISSION_METHODS)[number];
-
-/** Plugin registry methods, served by services/host/plugins-api.ts. */
-export const PLUGIN_METHODS = [
-  "plugins.register",
-  "plugins.list",
-  "plugins.enable",
-  "plugins.disable",
-] as const;
-export type PluginMethod = (typeof PLUGIN_METHODS)[number];
-
-/** Project methods, served by services/host/projects-api.ts. */
-export const PROJECT_METHODS = ["projects.create", "projects.get", "projects.configure"] as const;
-export type ProjectMethod = (typeof PROJECT_METHODS)[number];
-
-export const CLIENT_METHODS = [
-  "host.hello",
-  "host.status",
-  ...PROJECT_METHODS,
-  "session.create",
-  "session.get",
-  "session.list",
-  "session.configure",
-  "session.prompt",
-  "session.abort",
-  "plans.pending",
-  "plans.get",
-  "plans.resolve",
-  "artifacts.read",
-  ...SCHEDULING_METHODS,
-  ...PERMISSION_METHODS,
-  ...PLUGIN_METHODS,
-] as const;
-/** Methods served by services/host/client-api.ts (every client method but the project, scheduling, permission and plugin ones). */
-export type ClientMethod = Exclude<
-  (typeof CLIENT_METHODS)[number],
-  ProjectMethod | SchedulingMethod | PermissionMethod | PluginMethod
->;
-
-export const AGENT_METHODS = [
-  "claim",
-  "context",
-  "append",
-  "heartbeat",
-  "tools.execute",
-  "turn.end",
-] as const;
-export type AgentMethod = (typeof AGENT_METHODS)[number];
+// The method names are types here; their lists (CLIENT_METHODS, AGENT_METHODS, ...) are derived from
+// the one METHODS table in methods.ts, which loads TypeBox (the CLI imports this file at start).
+export type {
+  AgentMethod,
+  ClientApiMethod,
+  PermissionMethod,
+  PluginMethod,
+  ProjectMethod,
+  SchedulingMethod,
+} from "./methods.ts";
+/**
+ * @deprecated The client-api.ts subset under its old name; methods.ts's `ClientMethod` is every
+ * client method. Use `ClientApiMethod`.
+ */
+export type ClientMethod = ClientApiMethod;
 
 export const WORKER_QUEUE = "workers";
 export const HOST_QUEUE = "hosts";
 export const HOST_SERVICE_NAME = "pi-host";
+
+/** The JetStream stream that keeps a prefix's session events (`pi` -> `PI_EVENTS`), unless PI_STREAM names another. */
+export function eventStreamName(prefix: string): string {
+  return `${prefix.toUpperCase().replace(/-/g, "_")}_EVENTS`;
+}

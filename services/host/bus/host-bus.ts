@@ -1,12 +1,14 @@
-// Registers the host as a NATS micro service (discoverable with standard tooling) and routes client
-// and agent-worker requests to their handlers. Errors become wire replies here and nowhere else.
+// Registers the host as a NATS micro service (discoverable with standard tooling) and routes requests
+// by the METHODS table: decode -> authorize (the caller kind) -> delegate to the handler. Replies,
+// errors included, are made in reply.ts and nowhere else.
 import type { NatsConnection } from "@nats-io/nats-core";
 import { type Service, type ServiceMsg, Svcm } from "@nats-io/services";
 import { AppError } from "../../protocol/app-error.ts";
-import { decodeJson, errorReply, okReply } from "../../protocol/envelope.ts";
+import { decodeJson } from "../../protocol/envelope.ts";
 import { errorFields, type Logger } from "../../protocol/log.ts";
+import { AGENT_METHODS, type MethodSpec, methodSpec } from "../../protocol/methods.ts";
+import { decodeParams } from "../../protocol/schemas.ts";
 import {
-  AGENT_METHODS,
   agentSubject,
   HOST_SERVICE_NAME,
   parseRpcSubject,
@@ -16,7 +18,17 @@ import {
 } from "../../protocol/subjects.ts";
 import type { AgentHandler } from "./agent-api.ts";
 import type { ClientHandler } from "./client-api.ts";
-import { fencedAppError } from "../store/db.ts";
+import { createReplier } from "./reply.ts";
+
+/**
+ * The body decoded by the method's params schema. A worker's token is checked before anything else
+ * (docs/protocol.md, "Agent-worker protocol"), so a token-gated body is left to its handler, which
+ * checks the token first and then decodes with the same schema.
+ */
+function decodeBody(spec: MethodSpec, data: Uint8Array): unknown {
+  const body = decodeJson(data);
+  return spec.gate === "token" ? body : decodeParams(spec.params, body);
+}
 
 export async function startHostBus(deps: {
   nc: NatsConnection;
@@ -30,71 +42,62 @@ export async function startHostBus(deps: {
   onWorkerHello: () => void;
 }): Promise<Service> {
   const { nc, prefix, log } = deps;
-  const respond = (msg: ServiceMsg, run: () => Promise<unknown>) => {
-    run().then(
-      (result) => msg.respond(okReply(result ?? null)),
-      (raw) => {
-        // A write the fence refused: this incarnation was superseded (db.ts); retriable elsewhere.
-        const err = fencedAppError(raw) ?? raw;
-        const code = err instanceof AppError ? err.code : "INTERNAL";
-        msg.respond(
-          errorReply(err, (bug) => log.error("host.bug", { subject: msg.subject, ...errorFields(bug) })),
-          {
-            headers: undefined,
-          },
-        );
-        if (code === "INTERNAL")
-          log.warn("host.request_failed", { subject: msg.subject, ...errorFields(err) });
-      },
-    );
-  };
+  const replier = createReplier(log);
 
   const service = await new Svcm(nc).add({
     name: HOST_SERVICE_NAME,
     version: deps.version,
     description: "pi-host authority: sessions, tool policy, plan approvals",
     metadata: { hostId: deps.hostId, prefix },
+    statsHandler: replier.statsHandler,
   });
 
-  service.addEndpoint("rpc", {
-    subject: rpcWildcard(prefix),
-    handler: (err, msg) => {
-      if (err) return log.error("host.rpc_subscription", errorFields(err));
-      respond(msg, async () => {
-        const parsed = parseRpcSubject(prefix, msg.subject);
-        if (!parsed || !SUBJECT_TOKEN.test(parsed.principal))
-          throw new AppError("INVALID_PARAMS", "malformed subject");
-        const handler = Object.hasOwn(deps.client, parsed.method) ? deps.client[parsed.method] : undefined;
-        if (!handler) throw new AppError("UNKNOWN_METHOD", `no method ${parsed.method}`);
-        return handler(parsed.principal, decodeJson(msg.data));
-      });
-    },
+  /** `onError` names the log event of a subscription error (none: ignored). */
+  const endpoint = (
+    name: string,
+    subject: string,
+    onError: string | null,
+    serve: (msg: ServiceMsg) => Promise<unknown>,
+  ) =>
+    service.addEndpoint(name, {
+      subject,
+      handler: (err, msg) => {
+        if (err) {
+          if (onError) log.error(onError, errorFields(err));
+          return;
+        }
+        replier.reply(msg, subject, () => serve(msg));
+      },
+    });
+
+  endpoint("rpc", rpcWildcard(prefix), "host.rpc_subscription", async (msg) => {
+    const parsed = parseRpcSubject(prefix, msg.subject);
+    if (!parsed || !SUBJECT_TOKEN.test(parsed.principal))
+      throw new AppError("INVALID_PARAMS", "malformed subject");
+    const spec = methodSpec(parsed.method);
+    const handler = Object.hasOwn(deps.client, parsed.method) ? deps.client[parsed.method] : undefined;
+    // Only client methods are served here: a worker method on an rpc subject is unknown.
+    if (spec?.caller !== "person" || !handler)
+      throw new AppError("UNKNOWN_METHOD", `no method ${parsed.method}`);
+    return handler(parsed.principal, decodeBody(spec, msg.data));
   });
 
   for (const method of AGENT_METHODS) {
     const handler = deps.agent[method];
-    if (!handler) continue;
-    service.addEndpoint(`agent-${method.replace(".", "-")}`, {
-      subject: agentSubject(prefix, method),
-      handler: (err, msg) => {
-        if (err) return log.error("host.agent_subscription", errorFields(err));
-        respond(msg, async () => handler(decodeJson(msg.data)));
-      },
-    });
+    const spec = methodSpec(method);
+    if (!handler || !spec) continue;
+    const name = `agent-${method.replace(".", "-")}`;
+    endpoint(name, agentSubject(prefix, method), "host.agent_subscription", async (msg) =>
+      handler(decodeBody(spec, msg.data)),
+    );
   }
 
-  service.addEndpoint("test", {
-    subject: testSubject(prefix, ">"),
-    handler: (err, msg) => {
-      if (err) return;
-      respond(msg, async () => {
-        if (!deps.test) throw new AppError("TEST_HOOKS_DISABLED");
-        const name = msg.subject.slice(testSubject(prefix, "").length);
-        const handler = Object.hasOwn(deps.test, name) ? deps.test[name] : undefined;
-        if (!handler) throw new AppError("UNKNOWN_METHOD", `no test hook ${name}`);
-        return handler(decodeJson(msg.data));
-      });
-    },
+  endpoint("test", testSubject(prefix, ">"), null, async (msg) => {
+    if (!deps.test) throw new AppError("TEST_HOOKS_DISABLED");
+    const name = msg.subject.slice(testSubject(prefix, "").length);
+    const handler = Object.hasOwn(deps.test, name) ? deps.test[name] : undefined;
+    if (!handler) throw new AppError("UNKNOWN_METHOD", `no test hook ${name}`);
+    return handler(decodeJson(msg.data));
   });
 
   // Workers announce themselves; waiting offers are re-published at once.

@@ -1,0 +1,91 @@
+// `pihost plans pending|show|approve|reject`: plan proposals and their approval.
+import { type Command, Option } from "commander";
+import { APPROVE_MODES, approveMode, resolveParams, timeoutMs } from "../cli-params.ts";
+import { bus, DEFAULT_TIMEOUT_SECONDS, follow, isJson, out, outJson, type Run } from "../cli-run.ts";
+import { doneFromProposal, type FollowTarget, startFollow } from "../turn-follower.ts";
+import { formatProposalList, formatResolved } from "../view-format.ts";
+
+export function addPlanCommands(program: Command, run: Run): void {
+  const plans = program.command("plans").description("plan proposals awaiting approval");
+  plans
+    .command("pending")
+    .description("list pending plan proposals")
+    .option("--session <id>", "only this session's")
+    .option("-q, --quiet", "print only proposal ids, one per line")
+    .action(async (opts: { session?: string; quiet?: boolean }, cmd: Command) => {
+      const params = opts.session ? { sessionId: opts.session } : {};
+      const r = await (await bus(run)).call("plans.pending", params);
+      if (isJson(cmd)) outJson(run, r);
+      else if (opts.quiet)
+        out(
+          run,
+          r.proposals.map((p) => p.proposalId),
+        );
+      else out(run, formatProposalList(r.proposals));
+    });
+  plans
+    .command("show")
+    .description("print the plan file exactly as submitted")
+    .argument("<proposalId>")
+    .action(async (proposalId: string, _opts: unknown, cmd: Command) => {
+      const r = await (await bus(run)).call("artifacts.read", { proposalId });
+      if (isJson(cmd)) outJson(run, r);
+      else run.deps.stdout(r.content); // the exact bytes: nothing added, not even a newline
+    });
+  plans
+    .command("approve")
+    .description("approve a plan; the session switches to Agent and runs it under the given permission mode")
+    .argument("<proposalId>")
+    .addOption(
+      new Option("--mode <mode>", "permission mode for the execution (required, never assumed)")
+        .choices(APPROVE_MODES)
+        .makeOptionMandatory(),
+    )
+    .option("--wait", "follow the execution turn until it ends")
+    .option("--timeout <seconds>", "how long to follow with --wait", DEFAULT_TIMEOUT_SECONDS)
+    .action(
+      async (proposalId: string, opts: { mode?: string; wait?: boolean; timeout: string }, cmd: Command) => {
+        const mode = approveMode(opts.mode);
+        const ms = timeoutMs(opts.timeout);
+        await resolve(run, cmd, proposalId, "approve", mode, opts.wait ? ms : null);
+      },
+    );
+  plans
+    .command("reject")
+    .description("reject a plan; the session stays in Plan")
+    .argument("<proposalId>")
+    .action(async (proposalId: string, _opts: unknown, cmd: Command) => {
+      await resolve(run, cmd, proposalId, "reject", undefined, null);
+    });
+}
+
+async function resolve(
+  run: Run,
+  cmd: Command,
+  proposalId: string,
+  action: "approve" | "reject",
+  mode: string | undefined,
+  waitMs: number | null,
+): Promise<void> {
+  const json = isJson(cmd);
+  const b = await bus(run);
+  const proposal = await b.call("plans.get", { proposalId });
+  const params = resolveParams(proposal, action, mode);
+  // Subscribe before resolving, so the execution turn's first events cannot be missed.
+  const sub = waitMs === null ? null : await b.subscribeSession(proposal.sessionId);
+  try {
+    const r = await b.call("plans.resolve", params);
+    if (json) outJson(run, r);
+    else out(run, formatResolved(r));
+    if (sub === null || waitMs === null) return;
+    const already = doneFromProposal(r);
+    if (already) {
+      run.exitCode = already.exitCode;
+      return;
+    }
+    const target: FollowTarget = { kind: "execution", proposalId: r.proposalId, turnId: null };
+    run.exitCode = await follow(run, sub, startFollow(target), waitMs, json);
+  } finally {
+    sub?.close();
+  }
+}

@@ -1,0 +1,86 @@
+// The host's one place where a handler's outcome becomes a wire reply: a value is {"result": ...};
+// an AppError, a Result refusal or a bug is {"error": ...} with the NATS service error headers
+// (docs/protocol.md, "Service error headers"), counted per endpoint for the service's stats.
+import type { Endpoint, ServiceMsg } from "@nats-io/services";
+import { AppError } from "../../protocol/app-error.ts";
+import { errorBody, okReply } from "../../protocol/envelope.ts";
+import type { ErrorCode } from "../../protocol/error-codes.ts";
+import { errorFields, type Logger } from "../../protocol/log.ts";
+import { type Refusal, refusalError } from "../../protocol/result.ts";
+import { serviceErrorStatus } from "../../protocol/service-errors.ts";
+import { fencedAppError } from "../store/db.ts";
+
+/** What `$SRV.STATS` shows as an endpoint's `data`: its error replies, in total and by code. */
+export interface EndpointErrorStats {
+  errors: number;
+  codes: Partial<Record<ErrorCode, number>>;
+}
+
+/** A handler's `Result` refusal (result.ts), told apart from a plain value by its exact shape. */
+function refusalOf(value: unknown): Refusal | null {
+  if (typeof value !== "object" || value === null) return null;
+  const v = value as Record<string, unknown>;
+  if (v.ok !== false || Object.keys(v).length !== 2 || typeof v.refusal !== "object" || v.refusal === null)
+    return null;
+  return typeof (v.refusal as Refusal).code === "string" ? (v.refusal as Refusal) : null;
+}
+
+function okValueOf(value: unknown): unknown {
+  if (typeof value !== "object" || value === null) return value;
+  const v = value as Record<string, unknown>;
+  return v.ok === true && "value" in v && Object.keys(v).length === 2 ? v.value : value;
+}
+
+/** Header values are one line. */
+const oneLine = (text: string) => text.replace(/[\r\n]+/g, " ") || "error";
+
+export function createReplier(log: Logger) {
+  const stats = new Map<string, EndpointErrorStats>();
+
+  function count(subject: string, code: ErrorCode): void {
+    let s = stats.get(subject);
+    if (!s) {
+      s = { errors: 0, codes: {} };
+      stats.set(subject, s);
+    }
+    s.errors += 1;
+    s.codes[code] = (s.codes[code] ?? 0) + 1;
+  }
+
+  /** The error reply: the JSON body as always, plus Nats-Service-Error(-Code) headers. */
+  function replyError(msg: ServiceMsg, endpointSubject: string, raw: unknown): void {
+    // A write the fence refused: this incarnation was superseded (db.ts); retriable elsewhere.
+    const err = fencedAppError(raw) ?? raw;
+    let wire: AppError;
+    if (err instanceof AppError) {
+      wire = err;
+    } else {
+      log.error("host.bug", { subject: msg.subject, ...errorFields(err) });
+      wire = new AppError("INTERNAL");
+    }
+    if (wire.code === "INTERNAL")
+      log.warn("host.request_failed", { subject: msg.subject, ...errorFields(err) });
+    count(endpointSubject, wire.code);
+    msg.respondError(serviceErrorStatus(wire.code), oneLine(wire.message), errorBody(wire));
+  }
+
+  return {
+    /** Runs one request's work and replies exactly once. */
+    reply(msg: ServiceMsg, endpointSubject: string, run: () => Promise<unknown>): void {
+      run().then(
+        (result) => {
+          const refusal = refusalOf(result);
+          if (refusal) replyError(msg, endpointSubject, refusalError(refusal));
+          else msg.respond(okReply(okValueOf(result) ?? null));
+        },
+        (err) => replyError(msg, endpointSubject, err),
+      );
+    },
+    /** The service config's statsHandler: each endpoint's error counts as its stats `data`. */
+    async statsHandler(endpoint: Endpoint): Promise<EndpointErrorStats> {
+      const s = stats.get(endpoint.subject);
+      return { errors: s?.errors ?? 0, codes: { ...s?.codes } };
+    },
+  };
+}
+export type Replier = ReturnType<typeof createReplier>;

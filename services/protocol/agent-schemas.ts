@@ -1,0 +1,126 @@
+// Wire schemas of the agent-worker methods (docs/protocol.md, "Agent-worker protocol"): the offer and
+// hello a worker hears and says, every request body, and the results the host replies with.
+import { type Static, Type } from "typebox";
+import { ErrorCodeString, Id, ModelConfig, OperatingMode } from "./values.ts";
+
+export const AgentHello = Type.Object(
+  { workerId: Id, protocolVersion: Type.Integer() },
+  { additionalProperties: false },
+);
+export type AgentHello = Static<typeof AgentHello>;
+
+export const TurnOffer = Type.Object(
+  { turnId: Id, sessionId: Id, kind: Type.String() },
+  { additionalProperties: false },
+);
+export type TurnOffer = Static<typeof TurnOffer>;
+
+export const ClaimParams = Type.Object({ turnId: Id, workerId: Id }, { additionalProperties: false });
+
+const TurnAuth = { turnId: Id, token: Type.String({ minLength: 1, maxLength: 256 }) };
+/** A token-bearing request: decoded leniently first so a missing token is TURN_TOKEN_INVALID. */
+export const TurnAuthParams = Type.Object(TurnAuth);
+
+export const ContextParams = Type.Object(
+  {
+    ...TurnAuth,
+    cursor: Type.Optional(Type.Integer({ minimum: 0, maximum: Number.MAX_SAFE_INTEGER })),
+    limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 500 })),
+  },
+  { additionalProperties: false },
+);
+
+export const AppendParams = Type.Object(
+  {
+    ...TurnAuth,
+    messages: Type.Array(Type.Record(Type.String(), Type.Unknown()), { minItems: 1, maxItems: 64 }),
+  },
+  { additionalProperties: false },
+);
+
+export const HeartbeatParams = Type.Object(TurnAuth, { additionalProperties: false });
+
+export const TurnEndParams = Type.Object(
+  {
+    ...TurnAuth,
+    status: Type.Union([Type.Literal("completed"), Type.Literal("error")]),
+    error: Type.Optional(Type.String({ maxLength: 4000 })),
+  },
+  { additionalProperties: false },
+);
+
+export const ToolsExecuteParams = Type.Object(
+  {
+    sessionId: Id,
+    ...TurnAuth,
+    toolCallId: Type.String({ minLength: 1, maxLength: 256 }),
+    tool: Type.String({ minLength: 1, maxLength: 128 }),
+    args: Type.Record(Type.String(), Type.Unknown()),
+    batch: Type.Array(
+      Type.Object(
+        {
+          toolCallId: Type.String({ minLength: 1, maxLength: 256 }),
+          tool: Type.String({ minLength: 1, maxLength: 128 }),
+        },
+        { additionalProperties: false },
+      ),
+      { minItems: 1, maxItems: 64 },
+    ),
+    requestedMode: Type.Optional(Type.String({ maxLength: 32 })),
+  },
+  { additionalProperties: false },
+);
+export type ToolsExecuteParams = Static<typeof ToolsExecuteParams>;
+
+// ---- results -----------------------------------------------------------------------------------
+
+export const ToolSpec = Type.Object({
+  name: Type.String(),
+  description: Type.String(),
+  parameters: Type.Record(Type.String(), Type.Unknown()),
+});
+export type ToolSpec = Static<typeof ToolSpec>;
+
+const TurnKindSchema = Type.Union([Type.Literal("prompt"), Type.Literal("execution")]);
+
+/** What a claim returns: everything the worker needs to run the turn. */
+export const TurnAssignment = Type.Object({
+  sessionId: Type.String(),
+  turnId: Type.String(),
+  kind: TurnKindSchema,
+  token: Type.String(),
+  mode: OperatingMode,
+  systemPrompt: Type.String(),
+  tools: Type.Array(ToolSpec),
+  model: ModelConfig,
+  leaseMs: Type.Number(),
+  heartbeatMs: Type.Number(),
+});
+export type TurnAssignment = Static<typeof TurnAssignment>;
+
+export const ToolResultText = Type.Object({ type: Type.Literal("text"), text: Type.String() });
+export type ToolResultText = Static<typeof ToolResultText>;
+
+/** tools.execute result. `next` is set when the call changed the mode (EnterPlanMode). */
+export const ToolExecuteResult = Type.Object({
+  content: Type.Array(ToolResultText),
+  isError: Type.Boolean(),
+  code: Type.Optional(ErrorCodeString),
+  terminate: Type.Optional(Type.Boolean()),
+  details: Type.Optional(Type.Record(Type.String(), Type.Unknown())),
+  next: Type.Optional(
+    Type.Object({ mode: OperatingMode, systemPrompt: Type.String(), tools: Type.Array(ToolSpec) }),
+  ),
+});
+export type ToolExecuteResult = Static<typeof ToolExecuteResult>;
+
+/** A page of the session transcript (pi-ai messages); fetch until `nextCursor` is null. */
+export const ContextPage = Type.Object({
+  messages: Type.Array(Type.Unknown()),
+  nextCursor: Type.Union([Type.Number(), Type.Null()]),
+});
+export type ContextPage = Static<typeof ContextPage>;
+
+export const AppendResult = Type.Object({ appended: Type.Integer() });
+export const HeartbeatResult = Type.Object({ ok: Type.Boolean(), leaseMs: Type.Optional(Type.Number()) });
+export const TurnEndResult = Type.Object({ turnId: Type.String(), status: Type.String() });
