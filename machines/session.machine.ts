@@ -1,81 +1,17 @@
-// The session machine (DESIGN §4-§5): which request a session accepts in which state, and the order of
-// the I/O steps the host performs for it. No I/O here: the host provides every actor, and the
-// approval deadline delay, with machine.provide(); rows stay the durable truth.
-import { and, assign, fromPromise, setup } from "xstate";
+// The session machine (docs/architecture.md, "Session actors"): which request a session accepts in which
+// state, and the order of the I/O steps the host performs for it. No I/O and no clock here: the host
+// provides every actor, and the approval deadline delay, with machine.provide(); rows stay the truth.
+import { and, assign, setup } from "xstate";
+import { sessionGuards, stepActors, stepInput } from "./session.guards.ts";
+import {
+  BUSY,
+  CONFIG_BLOCKED,
+  type SessionContext,
+  type SessionEvent,
+  type StepOutput,
+} from "./session.types.ts";
 
-export type Mode = "agent" | "plan";
-
-/** A reply channel carried by request events; exactly one of ok/fail is called once. */
-export interface Reply {
-  ok(result: unknown): void;
-  fail(code: string, message?: string): void;
-  /** Forwards a thrown error (an AppError reaches the caller; anything else is INTERNAL). */
-  error(err: unknown): void;
-}
-
-/** Where the rows say the session stands (what loadSession returns). */
-export interface SessionFacts {
-  mode: Mode;
-  activeTurnId: string | null;
-  activeTurnKind: "prompt" | "execution" | null;
-  /** The running turn has no worker lease: parked behind a pending approval, or an unclaimed execution. */
-  pendingProposalId: string | null;
-  pendingDeadlineMs: number | null;
-  queuedExecutionTurnId: string | null;
-  /** A worker still holds the running turn's lease (the actor was restarted mid-turn). */
-  leased?: boolean;
-}
-
-export type SessionEvent =
-  | { type: "PROMPT"; params: unknown; reply: Reply }
-  | { type: "CONFIGURE"; params: unknown; reply: Reply }
-  | { type: "ABORT"; reply: Reply }
-  | { type: "RESOLVE"; params: unknown; principal: string; reply: Reply }
-  | { type: "CLAIM"; turnId: string; workerId: string; reply: Reply }
-  | { type: "ENTER_PLAN"; turnId: string; toolCallId: string; reply: Reply }
-  | { type: "SUBMIT_PLAN"; turnId: string; toolCallId: string; args: unknown; reply: Reply }
-  | {
-      type: "TURN_ENDED";
-      turnId: string;
-      status: "completed" | "error" | "aborted";
-      code?: string;
-      reply?: Reply;
-    };
-
-export interface SessionContext {
-  sessionId: string;
-  mode: Mode;
-  turnId: string | null;
-  turnKind: "prompt" | "execution" | null;
-  proposalId: string | null;
-  deadlineMs: number | null;
-  /** The execution turn waits for a worker's claim (approved, not yet running). */
-  queued: boolean;
-  /** A worker holds the current turn's lease (claimed); only then can it call tools or end it. */
-  leased: boolean;
-  /** The reply of the request being worked on; replaced by the next request (a Reply answers once). */
-  reply: Reply | null;
-  /** The event that started the current I/O step (input of the invoked actor). */
-  request: SessionEvent | null;
-}
-
-export type StepOutput = Partial<SessionFacts> & { result?: unknown };
-export interface StepInput {
-  context: SessionContext;
-  request: SessionEvent | null;
-}
-
-const notProvided = fromPromise<StepOutput, StepInput>(async () => {
-  throw new Error("session machine actor not provided");
-});
-
-export const BUSY = "AGENT_BUSY";
-export const CONFIG_BLOCKED = "PLAN_CONFIGURATION_BLOCKED";
-
-const stepInput = ({ context }: { context: SessionContext }): StepInput => ({
-  context,
-  request: context.request,
-});
+export * from "./session.types.ts";
 
 export const sessionMachine = setup({
   types: {
@@ -83,20 +19,7 @@ export const sessionMachine = setup({
     events: {} as SessionEvent,
     input: {} as { sessionId: string },
   },
-  actors: {
-    loadSession: fromPromise<SessionFacts, { sessionId: string }>(async () => {
-      throw new Error("loadSession not provided");
-    }),
-    startTurn: notProvided,
-    configure: notProvided,
-    claimTurn: notProvided,
-    enterPlan: notProvided,
-    submitPlan: notProvided,
-    resolvePlan: notProvided,
-    endTurn: notProvided,
-    abortWork: notProvided,
-    expirePlan: notProvided,
-  },
+  actors: stepActors,
   actions: {
     /** Answers the current request with the finished step's result. */
     replyOk: ({ context, event }) => context.reply?.ok((event as { output?: StepOutput }).output?.result),
@@ -117,23 +40,13 @@ export const sessionMachine = setup({
     revokeToken: (_, _params: { turnId: string | null; park?: boolean }) => {},
   },
   delays: {
-    // Provided by the host from the injected clock: the time left until the absolute deadline.
-    approvalDeadline: ({ context }) => Math.max(0, (context.deadlineMs ?? 0) - Date.now()),
+    // The time left until the absolute deadline, on the host's clock: like every actor, the host
+    // provides it; a machine without it fails (the machine has no clock of its own).
+    approvalDeadline: (): number => {
+      throw new Error("session machine delay approvalDeadline not provided");
+    },
   },
-  guards: {
-    isParked: ({ context }) => context.proposalId !== null,
-    isQueuedExecution: ({ context }) => context.queued && context.turnId !== null,
-    hasTurn: ({ context }) => context.turnId !== null,
-    isCurrentTurn: ({ context, event }) => "turnId" in event && event.turnId === context.turnId,
-    /** The event names the current turn and comes from the worker holding its lease. */
-    isLeasedTurn: ({ context, event }) =>
-      context.leased && "turnId" in event && event.turnId === context.turnId,
-    isUnclaimedTurn: ({ context, event }) =>
-      !context.leased && "turnId" in event && event.turnId === context.turnId,
-    approved: (_, out: StepOutput) => out.activeTurnKind === "execution" && out.activeTurnId !== null,
-    inAgent: ({ context }) => context.mode === "agent",
-    inPlan: ({ context }) => context.mode === "plan",
-  },
+  guards: sessionGuards,
 }).createMachine({
   id: "session",
   context: ({ input }) => ({
@@ -262,7 +175,7 @@ export const sessionMachine = setup({
           target: "claiming",
           actions: "takeRequest",
         },
-        // DESIGN §7: EnterPlanMode only in Agent, ExitPlanMode only in the active Plan turn.
+        // EnterPlanMode only in Agent, ExitPlanMode only in the active Plan turn (docs/architecture.md, "Tools").
         ENTER_PLAN: [
           {
             guard: and(["isLeasedTurn", "inAgent"]),

@@ -1,11 +1,15 @@
-// The policy table of DESIGN §7, case by case: every tool class x both modes x every permission mode
+// The policy table of docs/architecture.md ("Tools"), case by case: every tool class x both modes x every permission mode
 // x with and without a session grant.
 import { describe, expect, it } from "vitest";
+import { BUILTIN_TOOL_NAMES } from "../services/protocol/plugin-schemas.ts";
 import {
   batchViolation,
   classifyTool,
   decideTool,
   effectivePermission,
+  offeredTools,
+  riskOfTool,
+  TOOLS,
   type ToolClass,
 } from "./tool-policy.ts";
 
@@ -129,4 +133,77 @@ describe("decideTool", () => {
     expect(effectivePermission("inherit", "inherit")).toBe("ask");
     expect(effectivePermission(null, undefined)).toBe("ask");
   });
+
+  it("unattended runs: a prompt is PERMISSION_REQUIRED, EnterPlanMode PLAN_REQUIRES_INTERACTIVE_SESSION", () => {
+    for (const toolClass of Object.keys(TABLE) as ToolClass[]) {
+      for (const mode of ["agent", "plan"] as const) {
+        for (const permission of PERMS) {
+          const attended = modes(toolClass, mode, permission);
+          const unattended = label(decideTool({ mode, toolClass, permission, unattended: true }));
+          const expected =
+            toolClass === "enter_plan" && attended === "allow"
+              ? "PLAN_REQUIRES_INTERACTIVE_SESSION"
+              : attended === "prompt"
+                ? "PERMISSION_REQUIRED"
+                : attended;
+          expect(unattended, `${toolClass} ${mode} ${permission}`).toBe(expected);
+          // A session grant already answered the prompt: nobody needs to be asked.
+          const granted = label(
+            decideTool({ mode, toolClass, permission, unattended: true, sessionGrant: true }),
+          );
+          expect(granted).toBe(attended === "prompt" ? "allow" : expected);
+        }
+      }
+    }
+  });
+
+  it("a plugin call with arguments off its schema is INVALID_PARAMS, after the Plan denial", () => {
+    const base = { toolClass: "plugin" as const, permission: "ask" as const, invalidArgs: true };
+    expect(label(decideTool({ ...base, mode: "agent" }))).toBe("INVALID_PARAMS");
+    expect(label(decideTool({ ...base, mode: "agent", unattended: true }))).toBe("INVALID_PARAMS");
+    expect(label(decideTool({ ...base, mode: "plan" }))).toBe("PLUGIN_DISABLED_IN_PLAN");
+  });
 });
+
+describe("TOOLS table", () => {
+  it("offers each mode its tools in table order", () => {
+    expect(offeredTools("agent")).toEqual([
+      "Read",
+      "Glob",
+      "Grep",
+      "Write",
+      "Edit",
+      "Bash",
+      "BrowserPreview",
+      "new_context",
+      "EnterPlanMode",
+    ]);
+    expect(offeredTools("plan")).toEqual([
+      "Read",
+      "Glob",
+      "Grep",
+      "Bash",
+      "BrowserPreview",
+      "new_context",
+      "ExitPlanMode",
+    ]);
+  });
+
+  it("names exactly the built-ins the contract reserves (a plugin may not register them)", () => {
+    expect(Object.keys(TOOLS).sort()).toEqual([...BUILTIN_TOOL_NAMES].sort());
+  });
+
+  it("classes and prompt risks come from the table; plugins keep their normalised risk", () => {
+    for (const [name, tool] of Object.entries(TOOLS)) expect(classifyTool(name)).toBe(tool.class);
+    expect(riskOfTool("Bash")).toBe("high");
+    expect(riskOfTool("Write")).toBe("medium");
+    expect(riskOfTool("Edit")).toBe("medium");
+    expect(riskOfTool("deploy", "low")).toBe("low");
+    expect(riskOfTool("deploy", "bogus")).toBe("medium");
+    expect(riskOfTool("deploy")).toBe("medium");
+  });
+});
+
+function modes(toolClass: ToolClass, mode: "agent" | "plan", permission: (typeof PERMS)[number]): string {
+  return TABLE[toolClass][mode][permission];
+}

@@ -1,7 +1,6 @@
-// The turn machine (DESIGN §4): a turn offered to the worker queue group until one worker claims it,
-// then held under a heartbeated lease, until it parks (ExitPlanMode), ends, is revoked or loses its
-// lease. No I/O: publishing offers and cancel notices are actions the host provides, and the lease
-// and re-offer delays run on the actor system's clock (the host clock).
+// The turn machine (docs/architecture.md, "Turns and workers"): offered to the worker queue group until
+// one worker claims it, then leased with heartbeats until it parks, ends, is revoked or loses its lease.
+// No I/O: the host provides the offer and cancel actions; the delays run on the actor system's clock.
 import { assign, setup } from "xstate";
 
 export interface TurnContext {

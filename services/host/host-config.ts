@@ -3,6 +3,8 @@
 import os from "node:os";
 import path from "node:path";
 import { DEFAULT_NATS_URL, positiveIntEnv, readBusEnv } from "../protocol/process-env.ts";
+import { eventStreamName } from "../protocol/subjects.ts";
+import { type ToolRunnerConfig, toolRunnerConfigFromEnv } from "./tools/tool-runner.ts";
 
 export interface HostConfig {
   /** DATABASE_URL, else the local default; the host never starts a database (that is `npm start`). */
@@ -41,6 +43,8 @@ export interface HostConfig {
   schedulePollMs: number;
   /** Production: principals that may change the app settings (`settings.set`); dev mode: anyone. */
   settingsAdmins: string[];
+  /** The tool runner's settings (sandbox, Bash default timeout): read here, once, never per call. */
+  tools: ToolRunnerConfig;
 }
 
 export { DEFAULT_NATS_URL };
@@ -63,7 +67,7 @@ export function readHostConfig(env: NodeJS.ProcessEnv = process.env): HostConfig
     ...bus,
     devMode,
     prefix,
-    streamName: env.PI_STREAM || `${prefix.toUpperCase().replace(/-/g, "_")}_EVENTS`,
+    streamName: env.PI_STREAM || eventStreamName(prefix),
     streamMaxBytes: positiveIntEnv(env, "PI_STREAM_MAX_BYTES", 1024 * 1024 * 1024),
     dataDir,
     workspaceRoots: roots,
@@ -91,5 +95,6 @@ export function readHostConfig(env: NodeJS.ProcessEnv = process.env): HostConfig
       .split(",")
       .map((s) => s.trim())
       .filter(Boolean),
+    tools: toolRunnerConfigFromEnv(env),
   };
 }

@@ -3,14 +3,11 @@
 import { readFileSync } from "node:fs";
 import path from "node:path";
 import { connect } from "@nats-io/transport-node";
-import { AppError } from "../protocol/app-error.ts";
 import { errorFields, createLogger } from "../protocol/log.ts";
-import { SUBJECT_TOKEN } from "../protocol/subjects.ts";
 import { createAgentApi } from "./bus/agent-api.ts";
 import { createClientApi } from "./bus/client-api.ts";
 import { createClock } from "./clock.ts";
 import { checkDatabase, createDb } from "./store/db.ts";
-import { createFaultInjector } from "./sessions/fault-injector.ts";
 import { createEventPublisher, ensureEventStream } from "./sessions/event-publisher.ts";
 import { readHostConfig } from "./host-config.ts";
 import { startHostBus } from "./bus/host-bus.ts";
@@ -31,7 +28,11 @@ import { createSessionSupervisor } from "./sessions/session-supervisor.ts";
 import { createSessionStore } from "./store/session-store.ts";
 import { createSettingsStore } from "./store/settings-store.ts";
 import { runStartupFence } from "./store/startup-fence.ts";
-import { createTestHooks } from "./bus/test-hooks.ts";
+import { testFaults, wireTestHooks } from "./bus/test-hooks.ts";
+import { createNotices } from "./sessions/notices.ts";
+import { interruptedPlanChanged, splitProposal } from "./sessions/plan-events.ts";
+import { createToolPipeline } from "./sessions/tool-pipeline.ts";
+import { createToolRunner } from "./tools/tool-runner.ts";
 import { createToolAborts } from "./tools/tool-aborts.ts";
 import { createToolAdmission } from "./tools/tool-admission.ts";
 import { createTurnDispatcher } from "./sessions/turn-dispatcher.ts";
@@ -52,7 +53,7 @@ async function main(): Promise<void> {
   const applied = await migrateUp({ databaseUrl: config.databaseUrl });
   log.info("host.migrated", { applied });
   // The fence runs on a pool of its own; every later write goes through the writer pool below,
-  // which carries this incarnation (DESIGN §6: a superseded incarnation cannot commit).
+  // which carries this incarnation (docs/architecture.md: a superseded incarnation cannot commit).
   const fenceDb = createDb(config.databaseUrl, { max: 2 });
 
   const nc = await connect({
@@ -71,9 +72,16 @@ async function main(): Promise<void> {
     info: { pid: process.pid, version: pkg.version },
   });
   await fenceDb.end();
-  let onFenced: (message: string) => void = () => {};
+  // The writer announces the first write the fence refused; the host subscribes below, once serving.
+  const writerNotices = createNotices<{ fenced: string }>((_, err) =>
+    log.error("host.notice_failed", errorFields(err)),
+  );
   const db = createDb(config.databaseUrl, {
-    writer: { hostId: config.hostId, incarnation: fence.incarnation, onFenced: (m) => onFenced(m) },
+    writer: {
+      hostId: config.hostId,
+      incarnation: fence.incarnation,
+      onFenced: (m) => writerNotices.emit("fenced", m),
+    },
   });
   await reportOrphanArtifacts({ db, log });
   await ensureEventStream(nc, config.prefix, config.streamName, config.streamMaxBytes);
@@ -81,7 +89,6 @@ async function main(): Promise<void> {
   const sessions = createSessionStore({ db, clock });
 
   const events = createEventPublisher({ nc, prefix: config.prefix, clock });
-  let supervisorRef: ReturnType<typeof createSessionSupervisor> | null = null;
   const dispatcher = createTurnDispatcher({
     nc,
     prefix: config.prefix,
@@ -89,15 +96,8 @@ async function main(): Promise<void> {
     leaseMs: config.leaseMs,
     offerIntervalMs: config.offerIntervalMs,
     log,
-    onLeaseLost: (lease) =>
-      supervisorRef?.send(lease.sessionId, {
-        type: "TURN_ENDED",
-        turnId: lease.turnId,
-        status: "aborted",
-        code: "TURN_LEASE_EXPIRED",
-      }),
   });
-  const faults = config.testHooks ? createFaultInjector() : undefined;
+  const faults = testFaults(config);
   const plans = createPlanStore({
     db,
     clock,
@@ -107,20 +107,11 @@ async function main(): Promise<void> {
   });
   // Tell the owners and approvers of fenced work, on the bus, before serving anything.
   for (const proposalId of fence.fencedProposalIds) {
-    const p = await plans.get(proposalId);
-    const { workspaceRoot: _w, owner, approvers, ...proposal } = p;
-    const mode = (await sessions.getRow(db, p.sessionId)).mode;
-    events.publish({ sessionId: p.sessionId, owner, approvers }, "plan.changed", {
-      state: mode === "plan" ? "planning" : "inactive",
-      action: "interrupted",
-      proposal,
-      status: p.status,
-      ...(p.executionId && p.executionState
-        ? { execution: { executionId: p.executionId, state: p.executionState } }
-        : {}),
-    });
+    const { view, audience } = splitProposal(await plans.get(proposalId));
+    const mode = (await sessions.getRow(db, view.sessionId)).mode;
+    events.publish(audience, "plan.changed", interruptedPlanChanged(view, mode));
   }
-  // Permission prompts (DESIGN §7); an abort or lease loss of a turn ends its prompts' wait.
+  // Permission prompts; an abort or lease loss of a turn ends its prompts' wait.
   const permissions = createPermissionGate({
     db,
     clock,
@@ -148,8 +139,7 @@ async function main(): Promise<void> {
     restartWindowMs: config.actorRestartWindowMs,
     passivateAfterMs: config.passivateAfterMs,
   });
-  supervisorRef = supervisor;
-  // Scheduled tasks and app settings (DESIGN §5 "Scheduled or unattended", §8).
+  // Scheduled tasks and app settings (docs/architecture.md, "Scheduled tasks and settings").
   const schedules = createScheduleStore({ db, clock });
   const scheduler = createScheduler({
     clock,
@@ -162,22 +152,10 @@ async function main(): Promise<void> {
     pollMs: config.schedulePollMs,
   });
 
-  const service = await startHostBus({
-    nc,
-    prefix: config.prefix,
-    hostId: config.hostId,
-    version: pkg.version,
-    log,
-    client: {
-      ...createClientApi({
-        db,
-        sessions,
-        plans,
-        supervisor,
-        hostId: config.hostId,
-        devMode: config.devMode,
-        testBreakGuard: config.testBreakGuard,
-      }),
+  const hooks = wireTestHooks(
+    config,
+    {
+      ...createClientApi({ db, sessions, plans, supervisor, hostId: config.hostId, devMode: config.devMode }),
       ...createProjectsApi({
         store: createProjectStore({ db, clock, workspaceRoots: config.workspaceRoots }),
         devMode: config.devMode,
@@ -190,44 +168,43 @@ async function main(): Promise<void> {
         devMode: config.devMode,
         settingsAdmins: config.settingsAdmins,
       }),
-      ...createPermissionsApi({ db, sessions, gate: permissions }),
+      ...createPermissionsApi({ sessions, gate: permissions }),
       ...createPluginsApi({
         store: createPluginStore({ db, clock }),
         devMode: config.devMode,
         settingsAdmins: config.settingsAdmins,
       }),
     },
-    agent: createAgentApi({
-      db,
-      clock,
-      sessions,
-      supervisor,
-      dispatcher,
-      events,
-      permissions,
-      aborts,
-      plugins: createPluginCaller({ nc, prefix: config.prefix }),
-      admission: createToolAdmission({
-        maxConcurrent: config.toolsMaxConcurrent,
-        maxPerSession: config.toolsMaxPerSession,
-      }),
+    { clock, faults, db, sessions, supervisor },
+  );
+  // The tool runner is built once, from the configuration read at start.
+  const runner = createToolRunner(config.tools);
+  const tools = createToolPipeline({
+    db,
+    clock,
+    sessions,
+    supervisor,
+    dispatcher,
+    events,
+    permissions,
+    runner,
+    aborts,
+    plugins: createPluginCaller({ nc, prefix: config.prefix }),
+    admission: createToolAdmission({
+      maxConcurrent: config.toolsMaxConcurrent,
+      maxPerSession: config.toolsMaxPerSession,
     }),
-    test: faults
-      ? createTestHooks({
-          clock,
-          faults,
-          extra: {
-            // DESIGN §10 "crash an actor": the session's actor throws (its provided injectFault).
-            "actor.fault": async (p) => {
-              const sessionId = (p as Record<string, unknown> | null)?.sessionId;
-              if (typeof sessionId !== "string" || !SUBJECT_TOKEN.test(sessionId))
-                throw new AppError("INVALID_PARAMS", "sessionId must be a session id");
-              await sessions.getRow(db, sessionId);
-              return supervisor.fault(sessionId);
-            },
-          },
-        })
-      : null,
+  });
+
+  const service = await startHostBus({
+    nc,
+    prefix: config.prefix,
+    hostId: config.hostId,
+    version: pkg.version,
+    log,
+    client: hooks.client,
+    agent: createAgentApi({ db, sessions, supervisor, dispatcher, events, tools }),
+    test: hooks.test,
     onWorkerHello: () => dispatcher.reoffer(),
   });
 
@@ -253,7 +230,7 @@ async function main(): Promise<void> {
     process.exit(0);
   };
   // A newer incarnation with this host id took over: stop serving at once, commit nothing more.
-  onFenced = (message) => {
+  writerNotices.on("fenced", (message) => {
     if (stopping) return;
     stopping = true;
     log.error("host.fenced", { hostId: config.hostId, incarnation: fence.incarnation, message });
@@ -263,7 +240,7 @@ async function main(): Promise<void> {
     supervisor.stopAll();
     // Time for the HOST_FENCED replies already sent to leave; exit code 3 says "superseded".
     setTimeout(() => process.exit(3), 200);
-  };
+  });
   process.on("SIGTERM", () => void shutdown("SIGTERM"));
   process.on("SIGINT", () => void shutdown("SIGINT"));
 }

@@ -31,6 +31,7 @@ export const modelMachine = sessionMachine.provide({
     abortWork: never,
     expirePlan: never,
   },
+  delays: { approvalDeadline: 0 },
 });
 
 export type ModelSnapshot = SnapshotFrom<typeof modelMachine>;

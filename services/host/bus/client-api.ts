@@ -14,11 +14,13 @@ import {
   SessionRef,
   EmptyParams,
 } from "../../protocol/schemas.ts";
-import { type ClientMethod, PROTOCOL_VERSION } from "../../protocol/subjects.ts";
-import { type Db, withTransaction } from "../store/db.ts";
+import { type ClientApiMethod, PROTOCOL_VERSION } from "../../protocol/subjects.ts";
+import { splitProposal } from "../sessions/plan-events.ts";
+import type { Db } from "../store/db.ts";
 import { readPlanArtifact, sha256Hex } from "../store/plan-artifact.ts";
 import type { PlanStore } from "../store/plan-store.ts";
 import type { SessionSupervisor } from "../sessions/session-supervisor.ts";
+import { countSessionLeases, turnOfIdempotencyKey } from "../store/session-facts.ts";
 import { canAccess, type SessionRow, type SessionStore } from "../store/session-store.ts";
 
 export type ClientHandler = (principal: string, params: unknown) => Promise<unknown>;
@@ -30,9 +32,7 @@ export function createClientApi(deps: {
   supervisor: SessionSupervisor;
   hostId: string;
   devMode: boolean;
-  /** PI_TEST_BREAK_GUARD (test hooks only): "prompt-while-parked" skips the session's guards. */
-  testBreakGuard?: string | undefined;
-}): Record<ClientMethod, ClientHandler> {
+}): Record<ClientApiMethod, ClientHandler> {
   const { db, sessions, plans, supervisor } = deps;
 
   async function sessionFor(principal: string, sessionId: string, ownerOnly = false): Promise<SessionRow> {
@@ -59,13 +59,11 @@ export function createClientApi(deps: {
     "host.status": async (_principal, params) => {
       decodeParams(EmptyParams, params);
       // Sessions this host holds = its session leases; those without a live actor are passivated.
-      const r = await db.query("SELECT count(*)::int AS n FROM session_leases WHERE host_id = $1", [
-        deps.hostId,
-      ]);
+      const leased = await countSessionLeases(db, deps.hostId);
       const { active, degraded } = supervisor.status();
       return {
         hostId: deps.hostId,
-        sessions: { active, passivated: Math.max(0, r.rows[0].n - active - degraded.length), degraded },
+        sessions: { active, passivated: Math.max(0, leased - active - degraded.length), degraded },
         uptimeMs: Math.round(process.uptime() * 1000),
       };
     },
@@ -96,18 +94,8 @@ export function createClientApi(deps: {
       await sessionFor(principal, p.sessionId, true);
       if (p.idempotencyKey) {
         // A retried prompt returns the first reply instead of AGENT_BUSY.
-        const r = await db.query("SELECT id FROM turns WHERE session_id = $1 AND idempotency_key = $2", [
-          p.sessionId,
-          p.idempotencyKey,
-        ]);
-        if (r.rows[0]) return { turnId: r.rows[0].id };
-      }
-      if (deps.testBreakGuard === "prompt-while-parked") {
-        // Deliberately broken for the model-based test: no machine guard, no busy check.
-        const turnId = await withTransaction(db, (tx) =>
-          sessions.insertTurn(tx, { sessionId: p.sessionId, kind: "prompt", text: p.text }),
-        );
-        return { turnId };
+        const turnId = await turnOfIdempotencyKey(db, p.sessionId, p.idempotencyKey);
+        if (turnId) return { turnId };
       }
       return supervisor.request(p.sessionId, (reply) => ({ type: "PROMPT", params: p, reply }));
     },
@@ -126,8 +114,8 @@ export function createClientApi(deps: {
 
     "plans.get": async (principal, params) => {
       const p = decodeParams(ArtifactsReadParams, params);
-      const { workspaceRoot: _w, owner, approvers, ...view } = await plans.get(p.proposalId);
-      if (!canAccess({ owner, approvers }, principal)) throw new AppError("FORBIDDEN");
+      const { view, audience } = splitProposal(await plans.get(p.proposalId));
+      if (!canAccess(audience, principal)) throw new AppError("FORBIDDEN");
       return view;
     },
 

@@ -1,27 +1,24 @@
 // Client methods `permissions.pending` and `permissions.resolve` (docs/protocol.md, "Permission
 // prompts"): decode, check the principal, then the permission gate. Merged into the host's client
 // handler map next to client-api.ts.
-import { AppError } from "../../protocol/app-error.ts";
 import { PermissionsPendingParams, PermissionsResolveParams } from "../../protocol/permission-schemas.ts";
 import { decodeParams } from "../../protocol/schemas.ts";
 import type { PermissionMethod } from "../../protocol/subjects.ts";
 import type { ClientHandler } from "./client-api.ts";
-import type { Db } from "../store/db.ts";
 import type { PermissionGate } from "../sessions/permission-gate.ts";
-import { canAccess, type SessionStore } from "../store/session-store.ts";
+import type { SessionStore } from "../store/session-store.ts";
 
 export function createPermissionsApi(deps: {
-  db: Db;
-  sessions: SessionStore;
+  sessions: Pick<SessionStore, "accessibleRow">;
   gate: PermissionGate;
 }): Record<PermissionMethod, ClientHandler> {
-  const { db, sessions, gate } = deps;
+  const { sessions, gate } = deps;
   return {
     "permissions.pending": async (principal, params) => {
       const p = decodeParams(PermissionsPendingParams, params);
       if (p.sessionId) {
-        const row = await sessions.getRow(db, p.sessionId);
-        if (!canAccess(row, principal)) throw new AppError("FORBIDDEN");
+        const access = await sessions.accessibleRow(principal, p.sessionId);
+        if (!access.ok) return access;
       }
       return { requests: await gate.pending(principal, p.sessionId) };
     },

@@ -1,5 +1,5 @@
-// Client methods `plugins.*` (docs/protocol.md, "Plugins"): decode, check the principal (any principal
-// in development mode, else PI_SETTINGS_ADMINS, the rule of settings.set), then the plugin store.
+// Client methods `plugins.*` (docs/protocol.md, "Plugins"): decode, check the principal (the rule of
+// settings.set), then the plugin store, whose refusals (a `Result`) go back as the reply.
 // Merged into the host's client handler map next to client-api.ts.
 import { normaliseManifest, PluginRef, PluginsRegisterParams } from "../../protocol/plugin-schemas.ts";
 import { decodeParams, EmptyParams } from "../../protocol/schemas.ts";

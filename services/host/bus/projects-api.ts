@@ -1,8 +1,6 @@
 // Client methods `projects.*` (docs/protocol.md, "Projects"): decode, check the principal, then the
-// project store. Any principal may create a project (under PI_WORKSPACE_ROOTS) and read one;
-// changing a project's tool settings (network, BrowserPreview origins) widens what its sandboxes
-// reach, so it follows the rule of settings.set: any principal in development mode, else
-// PI_SETTINGS_ADMINS. Merged into the host's client handler map next to client-api.ts.
+// project store. Changing a project's tool settings widens what its sandboxes reach, so it follows
+// the rule of settings.set (settings-admins.ts). Merged into the client handler map.
 import { ProjectCreateParams, ProjectRef, ProjectsConfigureParams } from "../../protocol/project-schemas.ts";
 import { decodeParams } from "../../protocol/schemas.ts";
 import type { ProjectMethod } from "../../protocol/subjects.ts";

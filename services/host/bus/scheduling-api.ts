@@ -1,6 +1,6 @@
 // Client methods `settings.*` and `scheduled.*` (docs/protocol.md, "Settings and scheduled tasks"):
-// decode, check the principal, then the settings or schedule store, or the scheduler for a run now.
-// Merged into the host's client handler map next to client-api.ts.
+// decode, check the principal, then the settings or schedule store or the scheduler (a run now), whose
+// refusals (a `Result`) go back as the reply. Merged into the client handler map.
 import {
   ScheduledCreateParams,
   ScheduledRunsParams,
@@ -8,6 +8,7 @@ import {
   ScheduledUpdateParams,
   SettingsSetParams,
 } from "../../protocol/scheduling-schemas.ts";
+import { ok } from "../../protocol/result.ts";
 import { decodeParams, EmptyParams } from "../../protocol/schemas.ts";
 import type { SchedulingMethod } from "../../protocol/subjects.ts";
 import type { ClientHandler } from "./client-api.ts";
@@ -40,7 +41,7 @@ export function createSchedulingApi(
     "scheduled.create": async (principal, params) => {
       const p = decodeParams(ScheduledCreateParams, params);
       const task = await store.createTask(principal, p);
-      scheduler.wake();
+      if (task.ok) scheduler.wake();
       return task;
     },
 
@@ -52,7 +53,7 @@ export function createSchedulingApi(
     "scheduled.update": async (principal, params) => {
       const p = decodeParams(ScheduledUpdateParams, params);
       const task = await store.updateTask(principal, p);
-      scheduler.wake();
+      if (task.ok) scheduler.wake();
       return task;
     },
 
@@ -68,7 +69,8 @@ export function createSchedulingApi(
 
     "scheduled.runs": async (principal, params) => {
       const p = decodeParams(ScheduledRunsParams, params);
-      return { runs: await store.listRuns(principal, p.taskId, p.limit) };
+      const runs = await store.listRuns(principal, p.taskId, p.limit);
+      return runs.ok ? ok({ runs: runs.value }) : runs;
     },
   };
 }

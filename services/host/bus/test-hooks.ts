@@ -1,9 +1,71 @@
-// Test hooks (DESIGN §10), served on `<prefix>.test.<hook>` only with PI_TEST_HOOKS=1: the clock
-// (set, advance) and fault injection (fail the next run of a named step). Refused otherwise.
+// Test hooks, wired only with PI_TEST_HOOKS=1: `<prefix>.test.<hook>`
+// (the clock, fault injection, crashing a session's actor) and the deliberately broken guard of
+// PI_TEST_BREAK_GUARD. Without PI_TEST_HOOKS=1 nothing here reaches a handler; test hooks are refused.
 import { AppError } from "../../protocol/app-error.ts";
-import type { AgentHandler } from "./agent-api.ts";
+import { decodeParams, SessionPromptParams } from "../../protocol/schemas.ts";
+import { SUBJECT_TOKEN } from "../../protocol/subjects.ts";
 import type { Clock } from "../clock.ts";
-import type { FaultInjector } from "../sessions/fault-injector.ts";
+import { createFaultInjector, type FaultInjector } from "../sessions/fault-injector.ts";
+import type { SessionSupervisor } from "../sessions/session-supervisor.ts";
+import { type Db, withTransaction } from "../store/db.ts";
+import { turnOfIdempotencyKey } from "../store/session-facts.ts";
+import type { SessionStore } from "../store/session-store.ts";
+import type { AgentHandler } from "./agent-api.ts";
+import type { ClientHandler } from "./client-api.ts";
+
+export interface TestHookConfig {
+  testHooks: boolean;
+  /** Test hooks only: deliberately break one host guard, to prove the model-based test notices. */
+  testBreakGuard?: string | undefined;
+}
+
+export interface TestHookDeps {
+  clock: Clock;
+  faults: FaultInjector | undefined;
+  db: Db;
+  sessions: SessionStore;
+  supervisor: SessionSupervisor;
+}
+
+/** The fault injector the stores and the supervisor consult: only with test hooks on. */
+export function testFaults(config: TestHookConfig): FaultInjector | undefined {
+  return config.testHooks ? createFaultInjector() : undefined;
+}
+
+/** The client handlers as served, and the test hooks (null: every `<prefix>.test.*` is refused). */
+export function wireTestHooks<C extends Record<string, ClientHandler>>(
+  config: TestHookConfig,
+  client: C,
+  deps: TestHookDeps,
+): { client: C; test: Record<string, AgentHandler> | null } {
+  if (!config.testHooks || !deps.faults) return { client, test: null };
+  const wired =
+    config.testBreakGuard === "prompt-while-parked"
+      ? { ...client, "session.prompt": promptWithoutGuards(deps) }
+      : client;
+  return { client: wired, test: createTestHooks({ ...deps, faults: deps.faults }) };
+}
+
+/**
+ * PI_TEST_BREAK_GUARD=prompt-while-parked: session.prompt with the owner and idempotency checks but
+ * no machine guard and no busy check, so the model-based test can prove it notices a broken guard.
+ */
+function promptWithoutGuards(deps: TestHookDeps): ClientHandler {
+  const { db, sessions } = deps;
+  return async (principal, params) => {
+    const p = decodeParams(SessionPromptParams, params);
+    const row = await sessions.getRow(db, p.sessionId);
+    if (row.owner !== principal) throw new AppError("FORBIDDEN");
+    if (p.idempotencyKey) {
+      const turnId = await turnOfIdempotencyKey(db, p.sessionId, p.idempotencyKey);
+      if (turnId) return { turnId };
+    }
+    const turnId = await withTransaction(db, (tx) =>
+      sessions.insertTurn(tx, { sessionId: p.sessionId, kind: "prompt", text: p.text }),
+    );
+    return { turnId };
+  };
+}
 
 function num(p: unknown, key: string): number {
   const v = (p as Record<string, unknown> | null)?.[key];
@@ -12,12 +74,10 @@ function num(p: unknown, key: string): number {
   return v;
 }
 
-export function createTestHooks(deps: {
-  clock: Clock;
-  faults: FaultInjector;
-  extra?: Record<string, AgentHandler>;
-}): Record<string, AgentHandler> {
-  const { clock, faults } = deps;
+export function createTestHooks(
+  deps: TestHookDeps & { faults: FaultInjector },
+): Record<string, AgentHandler> {
+  const { clock, faults, db, sessions, supervisor } = deps;
   return {
     "clock.get": async () => ({ now: clock.now() }),
     "clock.set": async (p) => {
@@ -54,6 +114,13 @@ export function createTestHooks(deps: {
       faults.clear();
       return { cleared: true };
     },
-    ...deps.extra,
+    // "Crash an actor": the session's actor throws (its provided injectFault action).
+    "actor.fault": async (p) => {
+      const sessionId = (p as Record<string, unknown> | null)?.sessionId;
+      if (typeof sessionId !== "string" || !SUBJECT_TOKEN.test(sessionId))
+        throw new AppError("INVALID_PARAMS", "sessionId must be a session id");
+      await sessions.getRow(db, sessionId);
+      return supervisor.fault(sessionId);
+    },
   };
 }

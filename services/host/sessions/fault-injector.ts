@@ -1,4 +1,4 @@
-// Fault injection for tests (DESIGN §10, PI_TEST_HOOKS=1 only): fail the next N runs of a named
+// Fault injection for tests (PI_TEST_HOOKS=1 only): fail the next N runs of a named
 // session-machine step, or hold the next run of a step until released (so a test can act while the
 // session is in that step). A failed step fails before it writes anything, like a lost database.
 import { AppError } from "../../protocol/app-error.ts";

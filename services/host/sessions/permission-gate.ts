@@ -1,9 +1,6 @@
-// Permission prompts (DESIGN §7): a tool call the policy answers with `prompt` becomes a durable
-// permission_requests row, a `permission.requested` event to the session's audience, and a wait on the
-// host clock for `permissions.resolve` or the deadline (PI_PERMISSION_TIMEOUT_MS). Exactly one of
-// resolve, deadline and turn abort settles a request: each is a conditional UPDATE of the pending
-// row, and only the one that changed it settles the waiter and publishes `permission.resolved`.
-// Waiters live in memory; after a restart the startup fence has denied every pending row.
+// Permission prompts (docs/architecture.md, "Tools"): a `prompt` decision becomes a permission_requests
+// row, a `permission.requested` event and a wait on the host clock; exactly one of resolve, deadline and
+// turn abort settles it (a conditional UPDATE). Waiters live in memory; the startup fence denies the rest.
 import { AppError } from "../../protocol/app-error.ts";
 import type { ErrorCode } from "../../protocol/error-codes.ts";
 import type { Logger } from "../../protocol/log.ts";
@@ -18,6 +15,14 @@ import type { Clock, TimerHandle } from "../clock.ts";
 import { type Db, withTransaction } from "../store/db.ts";
 import type { Audience, EventPublisher } from "./event-publisher.ts";
 import { newId } from "../ids.ts";
+import {
+  answerRequest,
+  denyPendingRequest,
+  insertPermissionRequest,
+  lockRequestForAnswer,
+  type PermissionRequestRow,
+  pendingRequestsFor,
+} from "../store/permission-requests.ts";
 import { canAccess } from "../store/session-store.ts";
 
 export type GateOutcome =
@@ -60,29 +65,7 @@ export function previewArgs(args: Record<string, unknown>): Record<string, unkno
   return out;
 }
 
-/** The risk shown with a prompt: file edits medium, shell commands high, plugins their registered risk. */
-export function riskOf(tool: string, pluginRisk?: string | null): PermissionRisk {
-  if (tool === "Bash") return "high";
-  if (tool === "Write" || tool === "Edit") return "medium";
-  return pluginRisk === "low" || pluginRisk === "high" ? pluginRisk : "medium";
-}
-
-interface Row {
-  id: string;
-  session_id: string;
-  turn_id: string;
-  tool_call_id: string;
-  tool: string;
-  status: "pending" | "allowed" | "denied";
-  risk: PermissionRisk | null;
-  args_preview: Record<string, unknown>;
-  decision: PermissionDecision | null;
-  principal: string | null;
-  code: string | null;
-  created_at: Date;
-  deadline: Date;
-  resolved_at: Date | null;
-}
+type Row = PermissionRequestRow;
 
 function view(r: Row): PermissionRequestView {
   return {
@@ -114,7 +97,7 @@ export function createPermissionGate(deps: {
   const { db, clock, events, log } = deps;
   const waiters = new Map<string, Waiter>();
 
-  function publishResolved(w: Waiter, decision: PermissionDecision, code?: string) {
+  function publishResolved(w: Waiter, decision: PermissionDecision, code?: ErrorCode) {
     events.publish(w.to, "permission.resolved", {
       requestId: w.requestId,
       turnId: w.turnId,
@@ -134,12 +117,7 @@ export function createPermissionGate(deps: {
     if (!w) return;
     try {
       const changed = await withTransaction(db, async (tx) => {
-        const u = await tx.query(
-          `UPDATE permission_requests SET status = 'denied', decision = 'deny', code = $2, resolved_at = $3
-           WHERE id = $1 AND status = 'pending'`,
-          [requestId, code, clock.date()],
-        );
-        if (u.rowCount !== 1) return false;
+        if (!(await denyPendingRequest(tx, requestId, code, clock.date()))) return false;
         await appendAudit(tx, {
           at: clock.date(),
           principal: "host",
@@ -182,21 +160,17 @@ export function createPermissionGate(deps: {
       const deadline = new Date(createdAt.getTime() + deps.timeoutMs);
       const preview = previewArgs(input.args);
       await withTransaction(db, async (tx) => {
-        await tx.query(
-          `INSERT INTO permission_requests (id, session_id, turn_id, tool_call_id, tool, status, created_at, deadline, risk, args_preview)
-           VALUES ($1, $2, $3, $4, $5, 'pending', $6, $7, $8, $9)`,
-          [
-            requestId,
-            input.sessionId,
-            input.turnId,
-            input.toolCallId,
-            input.tool,
-            createdAt,
-            deadline,
-            input.risk,
-            JSON.stringify(preview),
-          ],
-        );
+        await insertPermissionRequest(tx, {
+          id: requestId,
+          sessionId: input.sessionId,
+          turnId: input.turnId,
+          toolCallId: input.toolCallId,
+          tool: input.tool,
+          createdAt,
+          deadline,
+          risk: input.risk,
+          preview,
+        });
         await appendAudit(tx, {
           at: createdAt,
           principal: input.worker,
@@ -246,12 +220,7 @@ export function createPermissionGate(deps: {
     async resolve(principal: string, p: PermissionsResolveParams): Promise<PermissionRequestView> {
       const at = clock.date();
       const outcome = await withTransaction(db, async (tx) => {
-        const r = await tx.query<Row & { owner: string; approvers: string[] }>(
-          `SELECT pr.*, s.owner, s.approvers FROM permission_requests pr JOIN sessions s ON s.id = pr.session_id
-           WHERE pr.id = $1 FOR UPDATE OF pr`,
-          [p.requestId],
-        );
-        const row = r.rows[0];
+        const row = await lockRequestForAnswer(tx, p.requestId);
         if (!row) throw new AppError("PERMISSION_NOT_FOUND");
         if (!canAccess(row, principal)) throw new AppError("FORBIDDEN");
         if (row.status !== "pending") {
@@ -266,19 +235,13 @@ export function createPermissionGate(deps: {
         const hostCode = expired ? "PERMISSION_TIMEOUT" : live ? null : "PERMISSION_INTERRUPTED";
         const decision: PermissionDecision = hostCode ? "deny" : p.decision;
         const status = decision === "deny" ? "denied" : "allowed";
-        const code = hostCode ?? (decision === "deny" ? "PERMISSION_DENIED" : null);
-        const u = await tx.query<Row>(
-          `UPDATE permission_requests SET status = $2, decision = $3, code = $4, principal = $5, resolved_at = $6
-           WHERE id = $1 RETURNING *`,
-          [row.id, status, decision, code, hostCode ? null : principal, at],
+        const code: ErrorCode | null = hostCode ?? (decision === "deny" ? "PERMISSION_DENIED" : null);
+        const answered = await answerRequest(
+          tx,
+          row,
+          { status, decision, code, principal: hostCode ? null : principal, at },
+          principal,
         );
-        if (decision === "allow-session") {
-          await tx.query(
-            `INSERT INTO permission_grants (session_id, tool, granted_by, request_id, created_at)
-             VALUES ($1, $2, $3, $4, $5) ON CONFLICT (session_id, tool) DO NOTHING`,
-            [row.session_id, row.tool, principal, row.id, at],
-          );
-        }
         await appendAudit(tx, {
           at,
           principal: hostCode ? "host" : principal,
@@ -290,7 +253,7 @@ export function createPermissionGate(deps: {
           code,
           details: { requestId: row.id, tool: row.tool, ...(hostCode ? { requested: p.decision } : {}) },
         });
-        return { row: u.rows[0]!, hostCode, decision, code };
+        return { row: answered, hostCode, decision, code };
       });
       const w = waiters.get(p.requestId);
       if (w) {
@@ -316,14 +279,8 @@ export function createPermissionGate(deps: {
 
     /** `permissions.pending`: live pending requests of sessions the principal owns or approves. */
     async pending(principal: string, sessionId?: string): Promise<PermissionRequestView[]> {
-      const r = await db.query<Row>(
-        `SELECT pr.* FROM permission_requests pr JOIN sessions s ON s.id = pr.session_id
-         WHERE pr.status = 'pending' AND pr.deadline > $1 AND ($2::text IS NULL OR pr.session_id = $2)
-           AND (s.owner = $3 OR $3 = ANY(s.approvers))
-         ORDER BY pr.created_at, pr.id`,
-        [clock.date(), sessionId ?? null, principal],
-      );
-      return r.rows.filter((row) => waiters.has(row.id)).map(view);
+      const rows = await pendingRequestsFor(db, principal, clock.date(), sessionId);
+      return rows.filter((row) => waiters.has(row.id)).map(view);
     },
 
     /** The turn was aborted or lost its lease: its waiting prompts end as denials (PERMISSION_INTERRUPTED). */

@@ -1,9 +1,9 @@
-// The per-host scheduler: a loop on the host clock that claims due occurrences (exactly one host
-// wins each, schedule-store.ts), records missed ones, refuses Plan tasks, and starts Agent runs as a
-// new session prompted through its actor, so the normal worker path runs the turn. Unattended runs
-// never wait for a person: a permission prompt in them is the usual denial (PERMISSION_REQUIRED).
+// The per-host scheduler: a loop on the host clock that claims due occurrences (one host wins each;
+// missed ones recorded, Plan tasks refused: schedule-claims.ts) and starts Agent runs as a new session
+// prompted through its actor. An unattended run's permission prompt is a denial (PERMISSION_REQUIRED).
 import { AppError } from "../../protocol/app-error.ts";
 import { errorFields, type Logger } from "../../protocol/log.ts";
+import { ok, type Result } from "../../protocol/result.ts";
 import type { ScheduledRunView } from "../../protocol/scheduling-schemas.ts";
 import type { Clock, TimerHandle } from "../clock.ts";
 import { type RunRow, runView, type ScheduleStore, type TaskRow } from "../store/schedule-store.ts";
@@ -140,13 +140,15 @@ export function createScheduler(deps: SchedulerDeps) {
     wake: () => void wake(),
 
     /** `scheduled.run`: refused for a Plan task before anything exists; else starts a run now. */
-    async runNow(principal: string, taskId: string): Promise<ScheduledRunView> {
+    async runNow(principal: string, taskId: string): Promise<Result<ScheduledRunView>> {
       const claimed = await store.claimManual(principal, taskId, hostId);
-      if ("refused" in claimed) {
-        log.warn("scheduler.refused", { taskId, code: claimed.refused.code, trigger: "manual" });
-        throw claimed.refused;
+      if (!claimed.ok) {
+        // A Plan task's refusal is logged; a missing or foreign task is only the caller's refusal.
+        if (claimed.refusal.code === "PLAN_REQUIRES_INTERACTIVE_SESSION")
+          log.warn("scheduler.refused", { taskId, code: claimed.refusal.code, trigger: "manual" });
+        return claimed;
       }
-      return runView(await startRun(claimed.task, claimed.run));
+      return ok(runView(await startRun(claimed.value.task, claimed.value.run)));
     },
 
     stop(): void {

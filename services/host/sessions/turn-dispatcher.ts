@@ -1,7 +1,6 @@
-// Turn dispatch to agent workers (DESIGN §4): one turn actor (machines/turn.machine.ts) per offered
-// or leased turn, on the host clock: offers to the worker queue group until one worker claims,
-// capability tokens bound to (session, turn), heartbeated leases, park and revocation. In memory on
-// purpose: after a restart the fence has ended every turn, so nothing here needs to survive.
+// Turn dispatch to agent workers (docs/architecture.md, "Turns and workers"): one turn actor per offered
+// or leased turn, on the host clock: offers, capability tokens, heartbeated leases, park, revocation.
+// In memory on purpose: after a restart the fence has ended every turn.
 import { randomBytes, timingSafeEqual } from "node:crypto";
 import type { NatsConnection } from "@nats-io/nats-core";
 import { type Actor, createActor } from "xstate";
@@ -11,6 +10,7 @@ import { errorFields, type Logger } from "../../protocol/log.ts";
 import type { TurnKind } from "../../protocol/schemas.ts";
 import { agentSubject, turnCancelSubject } from "../../protocol/subjects.ts";
 import type { Clock } from "../clock.ts";
+import { createNotices } from "./notices.ts";
 
 interface Offer {
   turnId: string;
@@ -30,9 +30,14 @@ export function createTurnDispatcher(deps: {
   leaseMs: number;
   offerIntervalMs: number;
   log: Logger;
-  onLeaseLost: (lease: Lease) => void;
+  /** Also announced as the `leaseLost` notice (the supervisor subscribes with `on`). */
+  onLeaseLost?: (lease: Lease) => void;
 }) {
   const { nc, prefix, log } = deps;
+  const notices = createNotices<{ leaseLost: Lease }>((name, err) =>
+    log.error("turn.notice_failed", { notice: String(name), ...errorFields(err) }),
+  );
+  if (deps.onLeaseLost) notices.on("leaseLost", deps.onLeaseLost);
   const turns = new Map<string, Actor<typeof turnMachine>>();
   const machine = turnMachine.provide({
     actions: {
@@ -47,7 +52,7 @@ export function createTurnDispatcher(deps: {
         log.warn("turn.lease_lost", { turnId: c.turnId, workerId: c.workerId });
         // Reported after this transition completes, so the session sees a finished turn actor.
         queueMicrotask(() =>
-          deps.onLeaseLost({
+          notices.emit("leaseLost", {
             turnId: c.turnId,
             sessionId: c.sessionId,
             kind: c.kind,
@@ -79,6 +84,8 @@ export function createTurnDispatcher(deps: {
   }
 
   return {
+    /** Subscribes to the dispatcher's notices: `leaseLost` when a leased worker stopped heartbeating. */
+    on: notices.on,
     offer(o: Offer): void {
       const a = live(o.turnId);
       if (!a) {

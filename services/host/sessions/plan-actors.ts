@@ -1,0 +1,158 @@
+// The session machine's Plan steps (docs/architecture.md, "Plans"): EnterPlanMode, ExitPlanMode
+// (submit), plans.resolve and the approval deadline. Each commits in one transaction, then publishes.
+import type { StepOutput } from "../../../machines/session.machine.ts";
+import { AppError } from "../../protocol/app-error.ts";
+import type {
+  PlansResolveParams,
+  ProposalView,
+  SessionView,
+  ToolExecuteResult,
+} from "../../protocol/schemas.ts";
+import type { Clock } from "../clock.ts";
+import { appendAudit } from "../store/audit-log.ts";
+import { type Db, withTransaction } from "../store/db.ts";
+import type { PlanStore } from "../store/plan-store.ts";
+import { enterPlanMode } from "../store/session-facts.ts";
+import type { Audience, EventPublisher } from "./event-publisher.ts";
+import { systemPromptFor, toolsFor } from "./tool-catalog.ts";
+
+export interface PlanActorDeps {
+  db: Db;
+  clock: Clock;
+  plans: PlanStore;
+  events: EventPublisher;
+  audience: (sessionId: string) => Audience;
+  /** Reads the session's view and publishes session.changed. */
+  publishSession: (sessionId: string) => Promise<SessionView>;
+}
+
+export function createPlanActors(deps: PlanActorDeps) {
+  const { db, clock, plans, events, audience, publishSession } = deps;
+
+  function publishExpired(sessionId: string, p: ProposalView) {
+    events.publish(audience(sessionId), "turn.ended", {
+      turnId: p.turnId,
+      status: "aborted",
+      code: "PLAN_APPROVAL_TIMEOUT",
+    });
+    events.publish(audience(sessionId), "plan.changed", {
+      state: "planning",
+      action: "expired",
+      proposal: p,
+      status: p.status,
+    });
+  }
+
+  return {
+    /** EnterPlanMode: Agent -> Plan; the worker's run ends and continues with the Plan prompt and tools. */
+    async enterPlan(sessionId: string, turnId: string, toolCallId: string): Promise<StepOutput> {
+      await withTransaction(db, async (tx) => {
+        if (!(await enterPlanMode(tx, sessionId, clock.date()))) throw new AppError("PLAN_ALREADY_ACTIVE");
+        await appendAudit(tx, { at: clock.date(), sessionId, turnId, toolCallId, action: "plan.enter" });
+      });
+      await publishSession(sessionId);
+      events.publish(audience(sessionId), "plan.changed", { state: "planning" });
+      const result: ToolExecuteResult = {
+        content: [
+          {
+            type: "text",
+            text: "Plan mode is on. Inspect the workspace and submit a plan with ExitPlanMode.",
+          },
+        ],
+        isError: false,
+        terminate: true,
+        next: { mode: "plan", systemPrompt: systemPromptFor("plan"), tools: toolsFor("plan") },
+      };
+      return { mode: "plan", result };
+    },
+
+    /** ExitPlanMode: writes the plan file and the pending approval; the turn parks until it is resolved. */
+    async submitPlan(
+      sessionId: string,
+      turnId: string,
+      toolCallId: string,
+      args: Record<string, unknown>,
+    ): Promise<StepOutput> {
+      const proposal = await plans.submit({
+        sessionId,
+        turnId,
+        toolCallId,
+        principal: audience(sessionId).owner,
+        args,
+      });
+      events.publish(audience(sessionId), "plan.changed", {
+        state: "awaiting_approval",
+        action: "submitted",
+        proposal,
+        status: "pending",
+      });
+      const result: ToolExecuteResult = {
+        content: [
+          {
+            type: "text",
+            text: `Plan submitted as ${proposal.artifactPath}; waiting for a person to approve or reject it.`,
+          },
+        ],
+        isError: false,
+        terminate: true,
+        details: {
+          proposalId: proposal.proposalId,
+          artifactPath: proposal.artifactPath,
+          sha256: proposal.sha256,
+        },
+      };
+      return {
+        pendingProposalId: proposal.proposalId,
+        pendingDeadlineMs: new Date(proposal.deadline).getTime(),
+        result,
+      };
+    },
+
+    /** plans.resolve on the pending approval: approve queues the execution turn, reject returns to planning. */
+    async resolvePlan(sessionId: string, principal: string, params: PlansResolveParams): Promise<StepOutput> {
+      const outcome = await plans.resolve(principal, params, { readOnly: false });
+      const p = outcome.proposal;
+      if (outcome.kind === "approved") {
+        events.publish(audience(sessionId), "turn.ended", { turnId: p.turnId, status: "completed" });
+        events.publish(audience(sessionId), "plan.changed", {
+          state: "inactive",
+          action: "approved",
+          proposal: p,
+          status: p.status,
+          ...(p.targetPermissionMode ? { targetPermissionMode: p.targetPermissionMode } : {}),
+          execution: { executionId: p.executionId!, state: "queued" },
+        });
+        await publishSession(sessionId);
+        return { activeTurnId: outcome.executionTurnId, activeTurnKind: "execution", result: p };
+      }
+      if (outcome.kind === "rejected") {
+        events.publish(audience(sessionId), "turn.ended", { turnId: p.turnId, status: "completed" });
+        events.publish(audience(sessionId), "plan.changed", {
+          state: "planning",
+          action: "rejected",
+          proposal: p,
+          status: p.status,
+        });
+        return { pendingProposalId: null, result: p };
+      }
+      if (p.status === "expired") {
+        publishExpired(sessionId, p);
+        return { pendingProposalId: null, result: new AppError("PLAN_APPROVAL_TIMEOUT") };
+      }
+      return { pendingProposalId: p.status === "pending" ? p.proposalId : null, result: p };
+    },
+
+    /** plans.resolve while no approval is held by the actor: answered read-only from the rows. */
+    async resolveFromRows(principal: string, params: PlansResolveParams): Promise<ProposalView> {
+      return (await plans.resolve(principal, params, { readOnly: true })).proposal;
+    },
+
+    /** The approval deadline passed on the host clock: the row expires and the parked turn ends. */
+    async expirePlan(sessionId: string): Promise<StepOutput> {
+      const p = await plans.expireIfDue(sessionId);
+      if (!p) throw new Error("not yet due");
+      publishExpired(sessionId, p);
+      return {};
+    },
+  };
+}

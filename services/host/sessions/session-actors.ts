@@ -1,0 +1,272 @@
+// The session machine's I/O steps, one typed function each (docs/architecture.md, "Session actors"): each
+// reads or writes the rows in one transaction, publishes the session's events and returns the facts
+// the machine moves on. Plan steps (enter, submit, resolve, expire) are in plan-actors.ts.
+import type {
+  ConfigureParams,
+  PromptParams,
+  SessionContext,
+  SessionFacts,
+  StepOutput,
+  TurnEndStatus,
+} from "../../../machines/session.machine.ts";
+import { AppError } from "../../protocol/app-error.ts";
+import type { ErrorCode } from "../../protocol/error-codes.ts";
+import type { ProposalView, TurnAssignment } from "../../protocol/schemas.ts";
+import type { Clock } from "../clock.ts";
+import { appendAudit } from "../store/audit-log.ts";
+import { type Db, withTransaction } from "../store/db.ts";
+import type { PlanStore } from "../store/plan-store.ts";
+import { pluginToolSpecs } from "../store/plugin-store.ts";
+import {
+  readSessionFacts,
+  type SessionChanges,
+  sessionBusy,
+  updateSessionConfig,
+} from "../store/session-facts.ts";
+import type { SessionStore } from "../store/session-store.ts";
+import type { Audience, EventPublisher } from "./event-publisher.ts";
+import { createPlanActors } from "./plan-actors.ts";
+import { interruptedPlanChanged } from "./plan-events.ts";
+import { systemPromptFor, toolsFor } from "./tool-catalog.ts";
+import type { TurnDispatcher } from "./turn-dispatcher.ts";
+
+export interface SessionActorDeps {
+  db: Db;
+  clock: Clock;
+  sessions: SessionStore;
+  plans: PlanStore;
+  dispatcher: TurnDispatcher;
+  events: EventPublisher;
+  leaseMs: number;
+  heartbeatMs: number;
+}
+
+export function createSessionActors(deps: SessionActorDeps) {
+  const { db, clock, sessions, plans, dispatcher, events } = deps;
+  /** Owner and approvers per session, read when its actor loads (and on an approvers change). */
+  const audiences = new Map<string, Audience>();
+  const audience = (sessionId: string): Audience =>
+    audiences.get(sessionId) ?? { sessionId, owner: "", approvers: [] };
+
+  async function publishSession(sessionId: string) {
+    const view = await sessions.view(db, await sessions.getRow(db, sessionId));
+    events.publish(audience(sessionId), "session.changed", {
+      mode: view.mode,
+      permissionMode: view.permissionMode,
+      planningState: view.planningState,
+      version: view.version,
+    });
+    return view;
+  }
+
+  const planSteps = createPlanActors({ ...deps, audience, publishSession });
+
+  return {
+    ...planSteps,
+    audience,
+    /** Drops what was cached for a session whose actor stopped (passivated or degraded). */
+    forget(sessionId: string): void {
+      audiences.delete(sessionId);
+    },
+
+    /** Where the rows say the session stands; a turn a worker still leases stays leased. */
+    async loadSession(sessionId: string): Promise<SessionFacts> {
+      const row = await sessions.getRow(db, sessionId);
+      audiences.set(row.id, { sessionId: row.id, owner: row.owner, approvers: row.approvers });
+      const { turn, pending, queuedExecutionTurnId } = await readSessionFacts(db, sessionId);
+      return {
+        mode: row.mode,
+        activeTurnId: turn?.id ?? null,
+        activeTurnKind: turn?.kind ?? null,
+        pendingProposalId: pending?.id ?? null,
+        pendingDeadlineMs: pending?.deadlineMs ?? null,
+        queuedExecutionTurnId,
+        leased: turn ? dispatcher.isLeased(turn.id) : false,
+      };
+    },
+
+    /** session.prompt: a new prompt turn; AGENT_BUSY while any work is running or pending. */
+    async startTurn(sessionId: string, p: PromptParams): Promise<StepOutput> {
+      const turnId = await withTransaction(db, async (tx) => {
+        await sessions.getRow(tx, sessionId, true);
+        if (await sessionBusy(tx, sessionId)) throw new AppError("AGENT_BUSY");
+        const id = await sessions.insertTurn(tx, {
+          sessionId,
+          kind: "prompt",
+          text: p.text,
+          ...(p.idempotencyKey ? { idempotencyKey: p.idempotencyKey } : {}),
+        });
+        await appendAudit(tx, {
+          at: clock.date(),
+          principal: audience(sessionId).owner,
+          sessionId,
+          turnId: id,
+          action: "session.prompt",
+        });
+        return id;
+      });
+      events.publish(audience(sessionId), "turn.started", { turnId, kind: "prompt" });
+      return { activeTurnId: turnId, result: { turnId } };
+    },
+
+    /** session.configure: a no-op answers the view; a change is refused while work runs or is pending. */
+    async configure(sessionId: string, p: ConfigureParams): Promise<StepOutput> {
+      const before = await sessions.getRow(db, sessionId);
+      const changes: SessionChanges = {};
+      if (p.mode !== undefined && p.mode !== before.mode) changes.mode = p.mode;
+      if (p.permissionMode !== undefined && p.permissionMode !== before.permission_mode)
+        changes.permission_mode = p.permissionMode;
+      if (p.model !== undefined && JSON.stringify(p.model) !== JSON.stringify(before.model_config)) {
+        changes.provider = p.model.provider;
+        changes.model = p.model.model;
+        changes.model_config = JSON.stringify(p.model);
+      }
+      if (p.approvers !== undefined) {
+        const approvers = [...new Set(p.approvers)].sort();
+        if (JSON.stringify(approvers) !== JSON.stringify([...before.approvers].sort()))
+          changes.approvers = approvers;
+      }
+      if (Object.keys(changes).length === 0) {
+        return { mode: before.mode, result: await sessions.view(db, before) };
+      }
+      await withTransaction(db, async (tx) => {
+        if (await sessionBusy(tx, sessionId)) throw new AppError("PLAN_CONFIGURATION_BLOCKED");
+        if (!(await updateSessionConfig(tx, sessionId, changes, before.version, clock.date())))
+          throw new AppError("PLAN_CONFIGURATION_BLOCKED", "the session changed concurrently; retry");
+        await appendAudit(tx, {
+          at: clock.date(),
+          principal: before.owner,
+          sessionId,
+          action: "session.configure",
+          details: { ...changes, model_config: undefined },
+        });
+      });
+      if (changes.approvers) {
+        audiences.set(sessionId, { sessionId, owner: before.owner, approvers: changes.approvers });
+      }
+      const view = await publishSession(sessionId);
+      if (changes.mode) events.publish(audience(sessionId), "plan.changed", { state: view.planningState });
+      return { mode: view.mode, result: view };
+    },
+
+    /** agent.claim: leases the turn to the worker; an execution re-checks its plan file first. */
+    async claimTurn(context: SessionContext, turnId: string, workerId: string): Promise<StepOutput> {
+      const { sessionId } = context;
+      const kind = context.turnKind === "execution" ? "execution" : "prompt";
+      if (kind === "execution") {
+        const claimed = await plans.claimExecution(turnId);
+        if (!claimed.ok) {
+          if (claimed.code === "PLAN_ARTIFACT_HASH_MISMATCH") {
+            events.publish(audience(sessionId), "turn.ended", {
+              turnId,
+              status: "aborted",
+              code: claimed.code,
+            });
+            events.publish(
+              audience(sessionId),
+              "plan.changed",
+              interruptedPlanChanged(claimed.proposal, context.mode),
+            );
+          }
+          return { activeTurnId: null, result: new AppError(claimed.code) };
+        }
+        events.publish(audience(sessionId), "turn.started", { turnId, kind: "execution" });
+        events.publish(audience(sessionId), "plan.changed", {
+          state: "inactive",
+          execution: { executionId: claimed.proposal.executionId!, state: "running" },
+        });
+      }
+      const row = await sessions.getRow(db, sessionId);
+      const lease = dispatcher.grant({ turnId, sessionId, kind }, workerId);
+      const assignment: TurnAssignment = {
+        sessionId,
+        turnId,
+        kind,
+        token: lease.token,
+        mode: row.mode,
+        systemPrompt: systemPromptFor(row.mode),
+        // Agent turns are also offered the enabled plugin tools; Plan turns never see them.
+        tools:
+          row.mode === "agent" ? [...toolsFor("agent"), ...(await pluginToolSpecs(db))] : toolsFor(row.mode),
+        model: row.model_config,
+        leaseMs: deps.leaseMs,
+        heartbeatMs: deps.heartbeatMs,
+      };
+      return { activeTurnId: turnId, result: assignment };
+    },
+
+    /** agent.turn.end (or a lost lease): the turn ends; an execution turn ends its approval's execution. */
+    async endTurn(
+      context: SessionContext,
+      turnId: string,
+      status: TurnEndStatus,
+      code: ErrorCode | undefined,
+    ): Promise<StepOutput> {
+      const { sessionId } = context;
+      const execution = await withTransaction(db, async (tx) => {
+        await sessions.endTurn(tx, turnId, status, code ?? null);
+        await appendAudit(tx, {
+          at: clock.date(),
+          sessionId,
+          turnId,
+          action: "turn.end",
+          decision: status,
+          code: code ?? null,
+        });
+        if (context.turnKind !== "execution") return null;
+        return plans.finishExecution(
+          tx,
+          turnId,
+          status === "completed" ? "completed" : "interrupted",
+          status === "completed" ? undefined : (code ?? "PLAN_EXECUTION_INTERRUPTED"),
+        );
+      });
+      events.publish(audience(sessionId), "turn.ended", { turnId, status, ...(code ? { code } : {}) });
+      if (execution?.executionId && execution.executionState) {
+        events.publish(audience(sessionId), "plan.changed", {
+          state: "inactive",
+          proposal: execution,
+          execution: { executionId: execution.executionId, state: execution.executionState },
+        });
+      }
+      return { result: { turnId, status } };
+    },
+
+    /** session.abort (byClient) or the host: ends the turn, a pending approval or a running execution. */
+    async abortWork(context: SessionContext, byClient: boolean): Promise<StepOutput> {
+      const { sessionId, turnId } = context;
+      const principal = byClient ? "client" : "host";
+      let code: ErrorCode = "TURN_ABORTED";
+      let proposal: ProposalView | null = null;
+      await withTransaction(db, async (tx) => {
+        if (context.proposalId) {
+          code = "PLAN_APPROVAL_INTERRUPTED";
+          proposal = await plans.interruptPending(tx, sessionId, principal);
+        } else if (context.turnKind === "execution" && turnId) {
+          code = "PLAN_EXECUTION_INTERRUPTED";
+          proposal = await plans.finishExecution(tx, turnId, "interrupted", code);
+        }
+        if (turnId) await sessions.endTurn(tx, turnId, "aborted", code);
+        await appendAudit(tx, {
+          at: clock.date(),
+          principal,
+          sessionId,
+          turnId,
+          action: "session.abort",
+          code,
+        });
+      });
+      if (turnId) events.publish(audience(sessionId), "turn.ended", { turnId, status: "aborted", code });
+      const p = proposal as ProposalView | null;
+      if (p) {
+        const row = await sessions.getRow(db, sessionId);
+        events.publish(audience(sessionId), "plan.changed", interruptedPlanChanged(p, row.mode));
+      }
+      return {
+        result: { sessionId, aborted: turnId ? { turnId, code, proposalId: p?.proposalId ?? null } : null },
+      };
+    },
+  };
+}
+
+export type SessionActors = ReturnType<typeof createSessionActors>;

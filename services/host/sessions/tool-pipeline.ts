@@ -1,0 +1,280 @@
+// The tool-call pipeline of `agent.tools.execute` (docs/architecture.md, "Tools"): admission, the
+// batch check, the durable facts read per call (mode, permission modes, grants, project settings),
+// the pure policy, a person's answer, the run, and the record. The bus only decodes and checks the token.
+import {
+  batchViolation,
+  classifyTool,
+  decideTool,
+  effectivePermission,
+  riskOfTool,
+} from "../../../machines/tool-policy.ts";
+import { AppError } from "../../protocol/app-error.ts";
+import type { ErrorCode } from "../../protocol/error-codes.ts";
+import { toolResult } from "../../protocol/result.ts";
+import type { ToolExecuteResult, ToolsExecuteParams } from "../../protocol/schemas.ts";
+import type { Clock } from "../clock.ts";
+import { appendAudit } from "../store/audit-log.ts";
+import { type Db, withTransaction } from "../store/db.ts";
+import { findPluginTool, pluginArgProblems } from "../store/plugin-store.ts";
+import type { SessionStore } from "../store/session-store.ts";
+import { readToolCallFacts } from "../store/tool-call-store.ts";
+import type { PluginCaller } from "../tools/plugin-caller.ts";
+import type { ToolAborts } from "../tools/tool-aborts.ts";
+import type { ToolAdmission } from "../tools/tool-admission.ts";
+import type { ToolRunner } from "../tools/tool-runner.ts";
+import type { Audience, EventPublisher } from "./event-publisher.ts";
+import type { PermissionGate } from "./permission-gate.ts";
+import type { SessionSupervisor } from "./session-supervisor.ts";
+import type { Lease, TurnDispatcher } from "./turn-dispatcher.ts";
+
+export interface ToolPipelineDeps {
+  db: Db;
+  clock: Clock;
+  sessions: SessionStore;
+  supervisor: SessionSupervisor;
+  dispatcher: TurnDispatcher;
+  events: EventPublisher;
+  /** Permission prompts: a `prompt` decision waits here for a person. */
+  permissions: PermissionGate;
+  /** The built-in tools, built once from config; the call's workspace and settings come per call. */
+  runner: Pick<ToolRunner, "run">;
+  /** Abort signals of running tool calls by turn (a dead turn aborts its Bash commands). */
+  aborts?: ToolAborts;
+  /** Calls allowed plugin tools on `<prefix>.plugin.<pluginId>.<tool>` (none: PLUGIN_UNAVAILABLE). */
+  plugins?: PluginCaller;
+  /** Bounded concurrency (global and per session): full is HOST_OVERLOADED. */
+  admission?: ToolAdmission;
+}
+
+/** A refusal as a tool result the model sees (recorded like any other result). */
+export function refusal(
+  code: ErrorCode,
+  message: string,
+  details?: Record<string, unknown>,
+): ToolExecuteResult {
+  return toolResult(code, message, details);
+}
+
+/** The text parts of a message's content, joined. */
+export function textOf(content: unknown): string {
+  if (typeof content === "string") return content;
+  if (!Array.isArray(content)) return "";
+  return content
+    .filter((c): c is { type: "text"; text: string } => c?.type === "text" && typeof c.text === "string")
+    .map((c) => c.text)
+    .join("");
+}
+
+function denialMessage(code: ErrorCode, p: ToolsExecuteParams, mode: string, problems: string[]): string {
+  switch (code) {
+    case "TOOL_MUST_BE_ALONE":
+      return "EnterPlanMode and ExitPlanMode must be the only call of their batch";
+    case "PLAN_REQUIRES_INTERACTIVE_SESSION":
+      return "a scheduled run cannot enter Plan: nobody is there to approve";
+    case "INVALID_PARAMS":
+      return `${p.tool}: arguments do not match the plugin's schema: ${problems.join("; ")}`;
+    case "PERMISSION_REQUIRED":
+      return `${p.tool} needs a person's confirmation, and nobody is asked in an unattended run`;
+    default:
+      return batchViolation(p.batch)
+        ? "EnterPlanMode and ExitPlanMode must be the only call of their batch"
+        : `${p.tool} is not allowed in ${mode} mode`;
+  }
+}
+
+export function createToolPipeline(deps: ToolPipelineDeps) {
+  const { db, clock, sessions, supervisor, dispatcher, events, permissions } = deps;
+  const inflight = new Map<string, Promise<ToolExecuteResult>>();
+
+  /** Runs an allowed call: the plan tools through the session's actor, plugins on the bus, the rest here. */
+  async function run(
+    lease: Lease,
+    p: ToolsExecuteParams,
+    facts: { workspaceRoot: string; networkAllowed: boolean; previewOrigins: string[] },
+    to: Audience,
+    plugin: { pluginId: string } | null,
+  ): Promise<ToolExecuteResult> {
+    if (p.tool === "EnterPlanMode") {
+      return supervisor.request<ToolExecuteResult>(lease.sessionId, (reply) => ({
+        type: "ENTER_PLAN",
+        turnId: p.turnId,
+        toolCallId: p.toolCallId,
+        reply,
+      }));
+    }
+    if (p.tool === "ExitPlanMode") {
+      return supervisor.request<ToolExecuteResult>(lease.sessionId, (reply) => ({
+        type: "SUBMIT_PLAN",
+        turnId: p.turnId,
+        toolCallId: p.toolCallId,
+        args: p.args,
+        reply,
+      }));
+    }
+    if (plugin) {
+      return deps.plugins
+        ? deps.plugins.call(plugin.pluginId, p.tool, {
+            sessionId: lease.sessionId,
+            turnId: p.turnId,
+            toolCallId: p.toolCallId,
+            args: p.args,
+          })
+        : refusal("PLUGIN_UNAVAILABLE", "this host has no plugin connection");
+    }
+    let seq = 0;
+    const abort = deps.aborts?.open(p.turnId);
+    return deps.runner
+      .run(p.tool, p.args, {
+        workspaceRoot: facts.workspaceRoot,
+        network: facts.networkAllowed,
+        previewOrigins: facts.previewOrigins,
+        sessionId: lease.sessionId,
+        ...(abort ? { signal: abort.signal } : {}),
+        // Streamed output goes to this session's audience only, in order.
+        onOutput: (stream, text) =>
+          events.publish(to, "tool.output", {
+            turnId: p.turnId,
+            toolCallId: p.toolCallId,
+            tool: p.tool,
+            stream,
+            seq: seq++,
+            text,
+          }),
+      })
+      .finally(() => abort?.release());
+  }
+
+  /** Checks the batch, loads the durable facts, decides, runs or refuses, and records the call. */
+  async function executeTool(lease: Lease, p: ToolsExecuteParams): Promise<ToolExecuteResult> {
+    if (!p.batch.some((c) => c.toolCallId === p.toolCallId && c.tool === p.tool)) {
+      throw new AppError("INVALID_PARAMS", "the batch must contain this call");
+    }
+    // The durable mode is read now by sessionId; requestedMode is diagnostic only.
+    const s = await readToolCallFacts(db, { ...p, sessionId: lease.sessionId });
+    if (!s) throw new AppError("SESSION_NOT_FOUND");
+    if (s.recorded) return s.recorded;
+    const to: Audience = { sessionId: lease.sessionId, owner: s.owner, approvers: s.approvers };
+    if (p.requestedMode !== undefined && p.requestedMode !== s.mode) {
+      await appendAudit(db, {
+        at: clock.date(),
+        principal: `worker:${lease.workerId}`,
+        sessionId: lease.sessionId,
+        turnId: p.turnId,
+        toolCallId: p.toolCallId,
+        action: "tool.mode_conflict",
+        details: { requestedMode: p.requestedMode, durableMode: s.mode, tool: p.tool },
+      });
+    }
+    // A name that is no built-in may be an enabled plugin tool, read now: enable/disable apply at once.
+    const plugin = classifyTool(p.tool) === "unknown" ? await findPluginTool(db, p.tool) : null;
+    const problems = plugin ? pluginArgProblems(plugin.tool, p.args) : [];
+    const decision = decideTool({
+      mode: s.mode,
+      toolClass: classifyTool(p.tool, plugin !== null),
+      permission: effectivePermission(s.permissionMode, s.appPermission),
+      sessionGrant: s.granted,
+      pluginRisk: plugin?.tool.risk ?? null,
+      batch: p.batch,
+      invalidArgs: problems.length > 0,
+      unattended: s.unattended,
+    });
+
+    let result: ToolExecuteResult | null = null;
+    let recordDecision: "allow" | "deny" = "allow";
+    let target = plugin;
+    if (decision.kind === "deny") {
+      recordDecision = "deny";
+      const message = denialMessage(decision.code, p, s.mode, problems);
+      result = refusal(decision.code, message, decision.code === "INVALID_PARAMS" ? { problems } : undefined);
+    } else if (decision.kind === "prompt") {
+      // A person decides; no answer by the deadline, or an abort of the turn, is a denial.
+      const outcome = await permissions.request({
+        sessionId: lease.sessionId,
+        turnId: p.turnId,
+        toolCallId: p.toolCallId,
+        tool: p.tool,
+        args: p.args,
+        risk: riskOfTool(p.tool, plugin?.tool.risk),
+        to,
+        worker: `worker:${lease.workerId}`,
+      });
+      if (outcome.kind === "deny") {
+        recordDecision = "deny";
+        result = refusal(
+          outcome.code,
+          outcome.code === "PERMISSION_DENIED"
+            ? `a person denied ${p.tool}`
+            : outcome.code === "PERMISSION_TIMEOUT"
+              ? `nobody answered the permission prompt for ${p.tool} in time`
+              : `the permission prompt for ${p.tool} ended with its turn`,
+        );
+      } else if (!dispatcher.check(lease.turnId, lease.token)) {
+        // Allowed, but the turn ended meanwhile: nothing runs for a dead turn.
+        recordDecision = "deny";
+        result = refusal("PERMISSION_INTERRUPTED", `the turn ended before ${p.tool} could run`);
+      } else if (plugin) {
+        // A plugin disabled while the prompt waited receives nothing.
+        target = await findPluginTool(db, p.tool);
+        if (!target) {
+          recordDecision = "deny";
+          result = refusal("TOOL_NOT_FOUND", `${p.tool} is no longer an enabled plugin tool`);
+        }
+      }
+    }
+    // Allowed (by policy, a grant or a person's answer): run it.
+    if (!result) {
+      try {
+        result = await run(lease, p, s, to, target);
+      } catch (err) {
+        if (!(err instanceof AppError) || err.code === "INTERNAL") throw err;
+        result = refusal(err.code, err.message);
+      }
+    }
+    const recorded = result;
+    await withTransaction(db, (tx) =>
+      sessions.recordToolCall(tx, {
+        sessionId: lease.sessionId,
+        turnId: p.turnId,
+        toolCallId: p.toolCallId,
+        tool: p.tool,
+        principal: `worker:${lease.workerId}`,
+        decision: recordDecision,
+        ...(recorded.code ? { code: recorded.code } : {}),
+        result: recorded,
+      }),
+    );
+    events.publish(to, "tool.result", {
+      turnId: p.turnId,
+      toolCallId: p.toolCallId,
+      tool: p.tool,
+      decision: recordDecision,
+      isError: result.isError,
+      ...(result.code ? { code: result.code } : {}),
+      text: textOf(result.content).slice(0, 4000),
+    });
+    return result;
+  }
+
+  return {
+    /** One tools.execute call of the lease's worker (the token is checked by the caller). */
+    async execute(lease: Lease, p: ToolsExecuteParams): Promise<ToolExecuteResult> {
+      dispatcher.beat(lease);
+      // A retry that arrives while the first call still runs waits for it: the tool runs once.
+      const key = `${p.turnId}\u0000${p.toolCallId}`;
+      const running = inflight.get(key);
+      if (running) return running;
+      // Admission (tool-admission.ts): over a bound the call is refused before anything else runs.
+      const release = deps.admission?.admit(lease.sessionId);
+      const work = executeTool(lease, p);
+      inflight.set(key, work);
+      try {
+        return await work;
+      } finally {
+        inflight.delete(key);
+        release?.();
+      }
+    },
+  };
+}
+
+export type ToolPipeline = ReturnType<typeof createToolPipeline>;
