@@ -2,12 +2,12 @@
 // occurrences that came due since the last claim, only the newest within the grace period runs;
 // every other one is recorded as missed, never run late. No I/O and no clock of its own.
 import { CronExpressionParser } from "cron-parser";
-import { AppError } from "../protocol/app-error.ts";
+import { type Refusal, refusalError } from "../protocol/result.ts";
 
 const ZONE_NAME = /^[A-Za-z][A-Za-z0-9_+-]*(\/[A-Za-z0-9_+-]+)*$/;
 
-/** Refuses (INVALID_PARAMS) a zone that is not an IANA name this runtime knows; offsets are refused too. */
-export function checkTimeZone(timezone: string): void {
+/** The refusal (INVALID_PARAMS) of a zone that is not an IANA name this runtime knows; offsets too. */
+export function timeZoneRefusal(timezone: string): Refusal | null {
   let known = ZONE_NAME.test(timezone);
   if (known) {
     try {
@@ -16,22 +16,27 @@ export function checkTimeZone(timezone: string): void {
       known = false;
     }
   }
-  if (!known)
-    throw new AppError(
-      "INVALID_PARAMS",
-      `timezone ${JSON.stringify(timezone)} is not a known IANA time zone`,
-      {
-        details: { field: "timezone" },
-      },
-    );
+  if (known) return null;
+  return {
+    code: "INVALID_PARAMS",
+    message: `timezone ${JSON.stringify(timezone)} is not a known IANA time zone`,
+    details: { field: "timezone" },
+  };
+}
+
+/** Throws timeZoneRefusal's refusal. */
+export function checkTimeZone(timezone: string): void {
+  const refusal = timeZoneRefusal(timezone);
+  if (refusal) throw refusalError(refusal);
 }
 
 /**
- * Refuses (INVALID_PARAMS) anything but five cron fields (minute hour day-of-month month
+ * The refusal (INVALID_PARAMS) of anything but five cron fields (minute hour day-of-month month
  * day-of-week) that occur at least once; seconds fields and unknown zones are refused too.
  */
-export function checkSchedule(cron: string, timezone: string): void {
-  checkTimeZone(timezone);
+export function scheduleRefusal(cron: string, timezone: string): Refusal | null {
+  const zone = timeZoneRefusal(timezone);
+  if (zone) return zone;
   const fields = cron.trim().split(/\s+/);
   let problem: string | null = fields.length === 5 ? null : "a cron schedule has exactly five fields";
   if (!problem) {
@@ -41,10 +46,18 @@ export function checkSchedule(cron: string, timezone: string): void {
       problem = (cause as Error).message;
     }
   }
-  if (problem)
-    throw new AppError("INVALID_PARAMS", `cron ${JSON.stringify(cron)}: ${problem}`, {
-      details: { field: "cron" },
-    });
+  if (!problem) return null;
+  return {
+    code: "INVALID_PARAMS",
+    message: `cron ${JSON.stringify(cron)}: ${problem}`,
+    details: { field: "cron" },
+  };
+}
+
+/** Throws scheduleRefusal's refusal. */
+export function checkSchedule(cron: string, timezone: string): void {
+  const refusal = scheduleRefusal(cron, timezone);
+  if (refusal) throw refusalError(refusal);
 }
 
 /** The first occurrence strictly after `afterMs`. */

@@ -223,7 +223,7 @@ async function main(): Promise<void> {
   const host = startChild("host", "services/host/main.ts", { ...common, DATABASE_URL: postgres.url });
   await host.waitFor("host.ready", READY_TIMEOUT_MS);
   if (stopping) return;
-  // The worker holds no database access (DESIGN §2): it never gets DATABASE_URL.
+  // The worker holds no database access (docs/architecture.md "Processes"): it never gets DATABASE_URL.
   const { DATABASE_URL: _omitted, ...workerEnv } = common;
   const worker = startChild("agent", "services/agent/main.ts", workerEnv);
   await worker.waitFor("worker.ready", READY_TIMEOUT_MS);

@@ -1,8 +1,5 @@
-// Postgres access for the host: one pool, and transactions as the unit of every authoritative change.
-// A host's pool is opened as a *writer* (DESIGN §6): every connection carries the host id and the
-// incarnation the startup fence made current, and the write fence of migration 9 refuses any write
-// from a superseded incarnation (SQLSTATE PH001). The first such refusal is reported once through
-// `onFenced`, so the host stops serving; the request gets HOST_FENCED.
+// Postgres access for the host: one pool opened as a writer (write-fenced), and transactions as the
+// unit of every authoritative change (docs/architecture.md "Host start-up").
 import pg from "pg";
 import { AppError } from "../../protocol/app-error.ts";
 
@@ -23,6 +20,12 @@ export interface Writer {
 
 const fencedHandlers = new WeakMap<Db, () => (message: string) => void>();
 
+/**
+ * The host's pool. Opened as a *writer*, every connection carries the host id and the incarnation the
+ * startup fence made current, and the write fence of migration 9 refuses any write from a superseded
+ * incarnation (SQLSTATE PH001). The first such refusal is reported once through `onFenced`, so the
+ * host stops serving; the request gets HOST_FENCED.
+ */
 export function createDb(connectionString: string, opts: { max?: number; writer?: Writer } = {}): Db {
   const { writer } = opts;
   if (writer && !/^[A-Za-z0-9_.-]{1,128}$/.test(writer.hostId))

@@ -1,6 +1,6 @@
-// Writes a submitted plan's exact Markdown bytes to a new file under <workspace>/.pi/plan/ (ADR 0053
-// §2): exclusive create, file and directory flushed, never replacing a file. Refuses a `.pi` or
-// `.pi/plan` that is a symlink or not a directory, oversize plans, and too many name collisions.
+// Writes a submitted plan's exact Markdown bytes to a new file under <workspace>/.pi/plan/
+// (docs/architecture.md "Plans"): exclusive create, flushed, never replacing a file. Refuses a `.pi`
+// or `.pi/plan` that is a symlink or not a directory, oversize plans, and too many name collisions.
 import { createHash } from "node:crypto";
 import { constants, promises as fs } from "node:fs";
 import path from "node:path";

@@ -2,7 +2,7 @@
 // call and every Agent claim so enable and disable take effect at once. Calls: tools/plugin-caller.ts.
 import type { TSchema } from "typebox";
 import { Compile } from "typebox/compile";
-import { AppError } from "../../protocol/app-error.ts";
+import { ok, type Result, refuse } from "../../protocol/result.ts";
 import type { PluginManifest, PluginToolManifest, PluginView } from "../../protocol/plugin-schemas.ts";
 import type { ToolSpec } from "../../protocol/schemas.ts";
 import { appendAudit } from "./audit-log.ts";
@@ -85,9 +85,9 @@ export async function pluginToolSpecs(db: Db): Promise<ToolSpec[]> {
 export function createPluginStore(deps: { db: Db; clock: Clock }) {
   const { db, clock } = deps;
   return {
-    /** Registers or replaces a manifest (enabled). A tool name another plugin has is INVALID_PARAMS. */
-    async register(principal: string, manifest: PluginManifest): Promise<PluginView> {
-      return withTransaction(db, async (tx) => {
+    /** Registers or replaces a manifest (enabled). A tool name another plugin has is refused (INVALID_PARAMS). */
+    async register(principal: string, manifest: PluginManifest): Promise<Result<PluginView>> {
+      return withTransaction(db, async (tx): Promise<Result<PluginView>> => {
         // Serializes registrations so two plugins cannot claim one tool name at the same time.
         await tx.query("LOCK TABLE plugins IN SHARE ROW EXCLUSIVE MODE");
         const names = manifest.tools.map((t) => t.name);
@@ -97,10 +97,10 @@ export function createPluginStore(deps: { db: Db; clock: Clock }) {
           [manifest.id, names],
         );
         if (clash.rows[0])
-          throw new AppError(
+          return refuse(
             "INVALID_PARAMS",
             `plugin tool ${clash.rows[0].tool} is already registered by plugin ${clash.rows[0].id}`,
-            { details: { field: "tools.name", tool: clash.rows[0].tool, pluginId: clash.rows[0].id } },
+            { field: "tools.name", tool: clash.rows[0].tool, pluginId: clash.rows[0].id },
           );
         const now = clock.date();
         const r = await tx.query(
@@ -121,7 +121,7 @@ export function createPluginStore(deps: { db: Db; clock: Clock }) {
             tools: manifest.tools.map((t) => ({ name: t.name, risk: t.risk })),
           },
         });
-        return view(r.rows[0] as PluginRow);
+        return ok(view(r.rows[0] as PluginRow));
       });
     },
 
@@ -130,13 +130,13 @@ export function createPluginStore(deps: { db: Db; clock: Clock }) {
       return (r.rows as PluginRow[]).map(view);
     },
 
-    /** Enables or disables a plugin; audited when it changes anything. */
-    async setEnabled(principal: string, pluginId: string, enabled: boolean): Promise<PluginView> {
-      return withTransaction(db, async (tx) => {
+    /** Enables or disables a plugin; audited when it changes anything. An unknown id: PLUGIN_NOT_FOUND. */
+    async setEnabled(principal: string, pluginId: string, enabled: boolean): Promise<Result<PluginView>> {
+      return withTransaction(db, async (tx): Promise<Result<PluginView>> => {
         const cur = await tx.query("SELECT * FROM plugins WHERE id = $1 FOR UPDATE", [pluginId]);
         const row = cur.rows[0] as PluginRow | undefined;
-        if (!row) throw new AppError("PLUGIN_NOT_FOUND");
-        if (row.enabled === enabled) return view(row);
+        if (!row) return refuse("PLUGIN_NOT_FOUND");
+        if (row.enabled === enabled) return ok(view(row));
         const now = clock.date();
         const r = await tx.query(
           "UPDATE plugins SET enabled = $2, updated_at = $3 WHERE id = $1 RETURNING *",
@@ -149,7 +149,7 @@ export function createPluginStore(deps: { db: Db; clock: Clock }) {
           decision: "allow",
           details: { pluginId },
         });
-        return view(r.rows[0] as PluginRow);
+        return ok(view(r.rows[0] as PluginRow));
       });
     },
   };

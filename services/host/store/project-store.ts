@@ -1,6 +1,6 @@
-// Rows of projects (DESIGN §8): a workspace root under a configured root, its owner, and the tool
-// settings of DESIGN §7 (network for the sandbox, BrowserPreview origins). Every change is one
-// audited transaction on the host clock; tool calls read the settings on every call (agent-api.ts).
+// Rows of projects (docs/architecture.md "Tools"): a workspace root under a configured root, its owner,
+// and its tool settings (network for the sandbox, BrowserPreview origins). Every change is one audited
+// transaction on the host clock; tool calls read the settings on every call.
 import { promises as fs } from "node:fs";
 import path from "node:path";
 import { AppError } from "../../protocol/app-error.ts";

@@ -1,6 +1,7 @@
 // Rows of sessions, turns, transcript entries and recorded tool calls (projects: project-store.ts). Every write takes
 // the host clock's time as a parameter; every authoritative change is one transaction.
 import { AppError } from "../../protocol/app-error.ts";
+import { ok, type Result, refuse } from "../../protocol/result.ts";
 import type {
   ModelConfig,
   OperatingMode,
@@ -14,6 +15,7 @@ import { appendAudit } from "./audit-log.ts";
 import type { Clock } from "../clock.ts";
 import { type Db, type Tx, withTransaction } from "./db.ts";
 import { newId } from "../ids.ts";
+import { planningStateOf } from "./session-facts.ts";
 
 export interface SessionRow {
   id: string;
@@ -51,9 +53,7 @@ export function createSessionStore({ db, clock }: { db: Db; clock: Clock }) {
       [row.id],
     );
     const { turn, pending } = r.rows[0];
-    const state: PlanningState =
-      row.mode === "agent" ? "inactive" : pending ? "awaiting_approval" : "planning";
-    return { state, activeTurnId: turn };
+    return { state: planningStateOf(row.mode, pending === true), activeTurnId: turn };
   }
 
   function view(row: SessionRow, p: { state: PlanningState; activeTurnId: string | null }): SessionView {
@@ -74,16 +74,28 @@ export function createSessionStore({ db, clock }: { db: Db; clock: Clock }) {
     };
   }
 
-  async function getRow(q: Db | Tx, sessionId: string, forUpdate = false): Promise<SessionRow> {
+  async function findRow(q: Db | Tx, sessionId: string, forUpdate = false): Promise<SessionRow | null> {
     const r = await q.query(`${SESSION_SELECT} WHERE s.id = $1${forUpdate ? " FOR UPDATE OF s" : ""}`, [
       sessionId,
     ]);
-    if (r.rowCount === 0) throw new AppError("SESSION_NOT_FOUND");
-    return r.rows[0];
+    return r.rows[0] ?? null;
+  }
+
+  async function getRow(q: Db | Tx, sessionId: string, forUpdate = false): Promise<SessionRow> {
+    const row = await findRow(q, sessionId, forUpdate);
+    if (!row) throw new AppError("SESSION_NOT_FOUND");
+    return row;
   }
 
   return {
     getRow,
+
+    /** The session, if the principal owns or approves it: refused SESSION_NOT_FOUND, else FORBIDDEN. */
+    async accessibleRow(principal: string, sessionId: string): Promise<Result<SessionRow>> {
+      const row = await findRow(db, sessionId);
+      if (!row) return refuse("SESSION_NOT_FOUND");
+      return canAccess(row, principal) ? ok(row) : refuse("FORBIDDEN");
+    },
 
     async view(q: Db | Tx, row: SessionRow): Promise<SessionView> {
       return view(row, await planningState(q, row));

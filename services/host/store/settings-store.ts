@@ -7,11 +7,12 @@ import type {
   SettingsView,
 } from "../../protocol/scheduling-schemas.ts";
 import type { OperatingMode } from "../../protocol/schemas.ts";
+import { EXECUTION_PERMISSION_MODES } from "../../protocol/modes.ts";
 import { appendAudit } from "./audit-log.ts";
 import type { Clock } from "../clock.ts";
 import { type Db, type Tx, withTransaction } from "./db.ts";
 
-const PERMISSION_DEFAULTS: readonly string[] = ["ask", "accept-edits", "auto"];
+const PERMISSION_DEFAULTS: readonly string[] = EXECUTION_PERMISSION_MODES;
 
 function toView(value: Record<string, unknown> | null | undefined): SettingsView {
   const mode: OperatingMode = value?.mode === "plan" ? "plan" : "agent";

@@ -1,10 +1,5 @@
-// The startup fence (ADR 0053 §5, DESIGN §6, single host): before the host subscribes to anything,
-// one transaction marks every earlier pending approval and queued/running execution interrupted,
-// aborts every running turn, denies pending permission prompts, bumps the host's incarnation and
-// takes over leases another host id held, with one audit row each. Nothing is replayed. Each scoped
-// UPDATE is logged with its count, even when 0.
-// The new incarnation is what the host's writer pool then carries (db.ts): from this commit on, an
-// earlier incarnation still running with the same host id can no longer write (migration 9).
+// The startup fence (docs/architecture.md "Host start-up", single host): before the host subscribes to
+// anything, one transaction ends what earlier incarnations left and makes this one current.
 import type { Logger } from "../../protocol/log.ts";
 import type { Clock } from "../clock.ts";
 import { type Db, WRITE_FENCE_LOCK_CLASS, withTransaction } from "./db.ts";
@@ -19,6 +14,14 @@ export interface FenceReport {
   fencedProposalIds: string[];
 }
 
+/**
+ * One transaction marks every earlier pending approval and queued/running execution interrupted,
+ * aborts every running turn, denies pending permission prompts, bumps the host's incarnation and
+ * takes over leases another host id held, with one audit row each. Nothing is replayed. Each scoped
+ * UPDATE is logged with its count, even when 0. The new incarnation is what the host's writer pool
+ * then carries (db.ts): from this commit on, an earlier incarnation still running with the same host
+ * id can no longer write (migration 9).
+ */
 export async function runStartupFence(deps: {
   db: Db;
   clock: Clock;

@@ -1,17 +1,14 @@
-// The Bash tool: `{command: string, timeout?: integer seconds}` run in the sandbox (sandbox.ts).
-// Timeout defaults to 60 s (PI_BASH_DEFAULT_TIMEOUT_MS overrides it, for fast tests) and is accepted
-// from 1 to 300 s; anything else is INVALID_PARAMS before anything is spawned. stdout and stderr
-// stream separately through onOutput while the command runs; the final result keeps at most
-// MAX_RESULT_BYTES of each with a truncation marker. A timeout (TOOL_TIMEOUT) or an abort kills the
-// sandbox, which ends every descendant; nothing is reported after the result.
+// The Bash tool: `{command: string, timeout?: integer seconds}` run in the sandbox (sandbox.ts), its
+// output streamed while it runs and bounded in the result.
 import { randomBytes } from "node:crypto";
 import { promises as fs, readFileSync } from "node:fs";
 import path from "node:path";
 import { StringDecoder } from "node:string_decoder";
+import { toolResult } from "../../protocol/result.ts";
 import { AppError } from "../../protocol/app-error.ts";
 import type { ErrorCode } from "../../protocol/error-codes.ts";
 import type { ToolExecuteResult } from "../../protocol/schemas.ts";
-import { type SandboxSettings, sandboxSettingsFromEnv, startSandbox } from "./sandbox.ts";
+import { type SandboxSettings, startSandbox } from "./sandbox.ts";
 
 export const BASH_DEFAULT_TIMEOUT_MS = 60_000;
 export const BASH_MIN_TIMEOUT_S = 1;
@@ -32,26 +29,23 @@ export interface BashContext {
   sessionId?: string;
   onOutput?: (stream: OutputStream, text: string) => void;
   signal?: AbortSignal;
-  settings?: SandboxSettings;
+  /** The sandbox's configuration (the tool runner's, read once at start). */
+  settings: SandboxSettings;
+  /** The timeout of a call that names none; BASH_DEFAULT_TIMEOUT_MS without it. */
   defaultTimeoutMs?: number;
   /** The project allows network: the sandbox gets user-mode networking (slirp4netns). */
   network?: boolean;
 }
 
+/** Bash's default timeout from an environment (PI_BASH_DEFAULT_TIMEOUT_MS; anything unusable: 60 s). */
 export function bashDefaultTimeoutMs(env: NodeJS.ProcessEnv = process.env): number {
   const raw = env.PI_BASH_DEFAULT_TIMEOUT_MS;
   const n = raw ? Number(raw) : BASH_DEFAULT_TIMEOUT_MS;
   return Number.isInteger(n) && n > 0 ? n : BASH_DEFAULT_TIMEOUT_MS;
 }
 
-function result(code: ErrorCode | null, text: string, details: Record<string, unknown>): ToolExecuteResult {
-  return {
-    content: [{ type: "text", text: code ? `${code}: ${text}` : text }],
-    isError: code !== null,
-    ...(code ? { code } : {}),
-    details,
-  };
-}
+const result = (code: ErrorCode | null, text: string, details: Record<string, unknown>) =>
+  toolResult(code, text, details);
 
 /** Validates the arguments; returns the refusal to report or the command and timeout in ms. */
 export function parseBashArgs(
@@ -122,9 +116,16 @@ function isGone(pid: number): boolean {
   }
 }
 
-/** Runs a Bash tool call in the sandbox. Argument and sandbox refusals are results, not throws. */
+/**
+ * Runs a Bash tool call in the sandbox. Argument and sandbox refusals are results, not throws. The
+ * timeout defaults to 60 s (PI_BASH_DEFAULT_TIMEOUT_MS overrides it, for fast tests) and is accepted
+ * from 1 to 300 s; anything else is INVALID_PARAMS before anything is spawned. stdout and stderr
+ * stream separately through onOutput while the command runs; the result keeps at most
+ * MAX_RESULT_BYTES of each with a truncation marker. A timeout (TOOL_TIMEOUT) or an abort kills the
+ * sandbox, which ends every descendant; nothing is reported after the result.
+ */
 export async function runBash(args: Record<string, unknown>, ctx: BashContext): Promise<ToolExecuteResult> {
-  const settings = ctx.settings ?? sandboxSettingsFromEnv();
+  const { settings } = ctx;
   if (ctx.sessionId) return runBashIn(args, ctx, settings, ctx.sessionId);
   // Without a session the scratch folder is this call's alone and goes away with it.
   const sessionId = `call-${randomBytes(9).toString("base64url")}`;
@@ -141,7 +142,7 @@ async function runBashIn(
   settings: SandboxSettings,
   sessionId: string,
 ): Promise<ToolExecuteResult> {
-  const parsed = parseBashArgs(args, ctx.defaultTimeoutMs ?? bashDefaultTimeoutMs());
+  const parsed = parseBashArgs(args, ctx.defaultTimeoutMs ?? BASH_DEFAULT_TIMEOUT_MS);
   if ("content" in parsed) return parsed;
   if (ctx.signal?.aborted) return result("TURN_ABORTED", "the call was aborted before it started", {});
   let sandbox: Awaited<ReturnType<typeof startSandbox>>;

@@ -1,25 +1,13 @@
-// BrowserPreview `{url, waitMs?}` and new_context `{summary?}` (DESIGN §7). BrowserPreview drives
-// Debian's Chromium through playwright-core. The browser runs in the bubblewrap sandbox as the
-// unprivileged sandbox user (setpriv + bwrap through a generated wrapper script that playwright
-// starts as its "executable"; the --remote-debugging-pipe fds 3 and 4 pass through): no network, a
-// private /tmp with the profile, /dev/shm, /proc, and neither the workspace nor the scratch folder.
-// Every request of the page is served host-side by playwright's request routing: GET/HEAD to
-// http(s)://127.0.0.1|localhost|[::1] and to the origins the project lists (projects.configure
-// previewOrigins; compared by canonical origin) are fetched with Node's fetch and fulfilled, redirects
-// not followed (the browser's next request is routed again); workspace files
-// (a file:// URL resolving inside the workspace, shown to the page under the synthetic origin
-// WORKSPACE_ORIGIN) are read through the tool runner's path confinement; everything else is aborted
-// and counted. The screenshot PNG is written by the host into the session's scratch folder
-// (`<PI_DATA_DIR>/scratch/<sessionId>/previews/`, owned by the sandbox user, readable by Bash there),
-// never into the workspace: the tool stays read-only in both modes. new_context only answers that
-// the context was compacted: it touches no file; the host serves the compacted context from the next
-// turn on (session-store.ts transcriptPage).
+// BrowserPreview `{url, waitMs?}` (Debian's Chromium through playwright-core, in the sandbox, every
+// request routed host-side) and new_context `{summary?}` (docs/architecture.md "Tools"). Both are
+// read-only in both modes.
 import { randomBytes } from "node:crypto";
 import { accessSync, constants, promises as fs } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { chromium, type Route } from "playwright-core";
+import { toolResult } from "../../protocol/result.ts";
 import { AppError } from "../../protocol/app-error.ts";
 import type { ErrorCode } from "../../protocol/error-codes.ts";
 import type { ToolExecuteResult } from "../../protocol/schemas.ts";
@@ -29,7 +17,6 @@ import {
   lookupSandboxUser,
   prepareScratch,
   type SandboxSettings,
-  sandboxSettingsFromEnv,
   systemBinds,
 } from "./sandbox.ts";
 
@@ -74,16 +61,10 @@ const MIME: Record<string, string> = {
   ".woff": "font/woff",
 };
 
-function result(code: ErrorCode | null, text: string, details: Record<string, unknown>): ToolExecuteResult {
-  return {
-    content: [{ type: "text", text: code ? `${code}: ${text}` : text }],
-    isError: code !== null,
-    ...(code ? { code } : {}),
-    details,
-  };
-}
+const result = (code: ErrorCode | null, text: string, details: Record<string, unknown>) =>
+  toolResult(code, text, details);
 
-/** new_context: context only, no file touched (the next turn's context starts from its summary). */
+/** new_context: context only, no file touched; the host serves the compacted context from the next turn on (session-store.ts transcriptPage). */
 export function runNewContext(args: Record<string, unknown>): ToolExecuteResult {
   const { summary } = args;
   if (summary !== undefined && typeof summary !== "string")
@@ -102,7 +83,8 @@ export interface PreviewContext {
   readFile: (abs: string) => Promise<Buffer>;
   sessionId?: string;
   signal?: AbortSignal;
-  settings?: SandboxSettings;
+  /** The sandbox's configuration (the tool runner's, read once at start). */
+  settings: SandboxSettings;
   /** The project's listed origins (canonical `scheme://host[:port]`), loadable besides loopback. */
   allowedOrigins?: readonly string[];
   /** Bytes of one fetched response the page gets (MAX_BODY_BYTES unless a caller asks for fewer). */
@@ -258,7 +240,19 @@ async function fetchForPage(route: Route, maxBytes: number): Promise<{ truncated
   return { truncated };
 }
 
-/** Runs a BrowserPreview call. Refusals of the URL throw (AppError); sandbox failures are results. */
+/**
+ * Runs a BrowserPreview call. Refusals of the URL throw (AppError); sandbox failures are results.
+ * The browser runs in the bubblewrap sandbox as the sandbox user (setpriv + bwrap through a generated
+ * wrapper script that playwright starts as its "executable"; the --remote-debugging-pipe fds 3 and 4
+ * pass through): no network, a private /tmp with the profile, /dev/shm, /proc, and neither the
+ * workspace nor the scratch folder. Every request of the page is served host-side by playwright's
+ * request routing: GET/HEAD to http(s)://127.0.0.1|localhost|[::1] and to the origins the project
+ * lists (compared by canonical origin) are fetched with Node's fetch, redirects not followed (the
+ * browser's next request is routed again); workspace files (a file:// URL inside the workspace,
+ * shown under WORKSPACE_ORIGIN) are read through the tool runner's path confinement; everything else
+ * is aborted and counted. The screenshot goes into the session's scratch folder
+ * (`<PI_DATA_DIR>/scratch/<sessionId>/previews/`, owned by the sandbox user), never the workspace.
+ */
 export async function runBrowserPreview(
   args: Record<string, unknown>,
   ctx: PreviewContext,
@@ -275,7 +269,7 @@ export async function runBrowserPreview(
     });
   const target = await previewTarget(url, ctx);
   if (ctx.signal?.aborted) return result("TURN_ABORTED", "the call was aborted before it started", {});
-  const settings = ctx.settings ?? sandboxSettingsFromEnv();
+  const { settings } = ctx;
   const sessionId = ctx.sessionId ?? `call-${randomBytes(9).toString("base64url")}`;
   const tmp = await fs.mkdtemp(path.join(os.tmpdir(), "pihost-browser-"));
   let browser: Awaited<ReturnType<typeof chromium.launch>> | null = null;

@@ -4,6 +4,7 @@ import type { NatsConnection } from "@nats-io/nats-core";
 import { decodeJson, encodeJson } from "../../protocol/envelope.ts";
 import type { PluginCallRequest } from "../../protocol/plugin-schemas.ts";
 import type { ToolExecuteResult } from "../../protocol/schemas.ts";
+import { toolResult } from "../../protocol/result.ts";
 import { pluginSubject } from "../../protocol/subjects.ts";
 
 export interface PluginCaller {
@@ -11,9 +12,7 @@ export interface PluginCaller {
   call(pluginId: string, tool: string, body: PluginCallRequest): Promise<ToolExecuteResult>;
 }
 
-function refusal(code: "PLUGIN_UNAVAILABLE" | "TOOL_FAILED", message: string): ToolExecuteResult {
-  return { content: [{ type: "text", text: `${code}: ${message}` }], isError: true, code };
-}
+const refusal = (code: "PLUGIN_UNAVAILABLE" | "TOOL_FAILED", message: string) => toolResult(code, message);
 
 export function createPluginCaller(deps: {
   nc: NatsConnection;

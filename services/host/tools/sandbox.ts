@@ -1,17 +1,6 @@
-// The bubblewrap sandbox every program a tool runs goes through (DESIGN §7). bwrap is launched by
-// `setpriv` as the unprivileged sandbox user (PI_SANDBOX_USER), never as root and never as root
-// mapped into a user namespace, with its own user, PID, IPC, UTS, cgroup and network namespaces and
-// `--die-with-parent`: killing bwrap or the sandbox's first process ends every descendant. The
-// sandbox sees an empty environment plus a fixed PATH and HOME, /usr (and the /bin, /sbin, /lib*
-// links or folders) and a few /etc files read-only, a private /tmp, /proc and /dev, the workspace
-// writable at its own host path, the session's scratch folder writable, and `<workspace>/.pi/plan`
-// read-only on top. No network unless the project allows it; then user-mode networking through
-// slirp4netns (run as the same unprivileged user, host loopback disabled, seccomp on), never the
-// host's network namespace. The command waits at a gate inside the sandbox until the host has
-// finished the setup (the network configured) and sends the go byte: a host that dies before
-// that closes the gate, and the command never runs. Anything that keeps the sandbox from
-// starting is SANDBOX_UNAVAILABLE: the program is never run unconfined, nor without the network
-// it was promised.
+// The bubblewrap sandbox every program a tool runs goes through (docs/operations.md "The Bash sandbox"):
+// bwrap as the unprivileged sandbox user, own namespaces, a fixed read-only system part, the workspace
+// writable and `.pi/plan` read-only; the network part is sandbox-network.ts.
 import { type ChildProcess, execFile, spawn } from "node:child_process";
 import { closeSync, constants, existsSync, lstatSync, openSync, promises as fs } from "node:fs";
 import net from "node:net";
@@ -19,8 +8,17 @@ import os from "node:os";
 import path from "node:path";
 import type { Readable } from "node:stream";
 import { AppError } from "../../protocol/app-error.ts";
+import { prepareNetworkEtc, startSlirp } from "./sandbox-network.ts";
+import {
+  asUser,
+  DEFAULT_SANDBOX_USER,
+  lookupSandboxUser,
+  type SandboxUser,
+  sandboxUnavailable,
+} from "./sandbox-user.ts";
 
-export const DEFAULT_SANDBOX_USER = "pihost-sandbox";
+export { DEFAULT_SANDBOX_USER, lookupSandboxUser, type SandboxUser } from "./sandbox-user.ts";
+
 const SYSTEM_DIRS = ["/usr/bin", "/bin", "/usr/sbin", "/sbin"];
 /** /etc entries a shell and common tools need; never shadow, sudoers, ssh keys or ssl/private. */
 const ETC_FILES = [
@@ -47,17 +45,7 @@ const GO = "g";
  * `bash -c command`: bwrap's own setup failures never look like the command's output.
  */
 const STARTER = `IFS= read -r -n 1 -u 5 go; [ "$go" = ${GO} ] || exit 125; exec 5<&- && printf started >&4 && exec 4>&- && exec /bin/bash -c "$1"`;
-/** slirp4netns's default addresses: the sandbox is 10.0.2.100, the DNS forwarder 10.0.2.3. */
-const SLIRP_DNS = "10.0.2.3";
-/** How long slirp4netns may take to configure the sandbox's tap0 before the call is refused. */
-const SLIRP_READY_TIMEOUT_MS = 10_000;
 const TOP_LINKS = ["bin", "sbin", "lib", "lib32", "lib64", "libx32"];
-
-export interface SandboxUser {
-  name: string;
-  uid: number;
-  gid: number;
-}
 
 export interface SandboxSettings {
   user: string;
@@ -81,26 +69,6 @@ export function findProgram(name: string): string | null {
     if (existsSync(p)) return p;
   }
   return null;
-}
-
-function unavailable(reason: string, details: Record<string, unknown> = {}): AppError {
-  return new AppError("SANDBOX_UNAVAILABLE", `sandbox unavailable: ${reason}`, {
-    details: { reason, ...details },
-  });
-}
-
-/** Looks the sandbox user up (getent); a missing user or a root uid makes the sandbox unavailable. */
-export async function lookupSandboxUser(name: string): Promise<SandboxUser> {
-  const line = await new Promise<string>((resolve) =>
-    execFile("getent", ["passwd", name], (err, stdout) => resolve(err ? "" : String(stdout))),
-  );
-  const fields = line.trim().split(":");
-  const uid = Number(fields[2]);
-  const gid = Number(fields[3]);
-  if (fields.length < 4 || !Number.isInteger(uid) || !Number.isInteger(gid))
-    throw unavailable(`sandbox user ${name} does not exist`, { user: name });
-  if (uid === 0 || gid === 0) throw unavailable(`sandbox user ${name} is root`, { user: name });
-  return { name, uid, gid };
 }
 
 export interface SandboxSpec {
@@ -164,7 +132,7 @@ async function outputFifos(
         closeSync(fd);
       } catch {}
     }
-    throw unavailable(`cannot create the sandbox's output pipes: ${(err as Error).message}`);
+    throw sandboxUnavailable(`cannot create the sandbox's output pipes: ${(err as Error).message}`);
   } finally {
     await fs.rm(dir, { recursive: true, force: true });
   }
@@ -172,14 +140,14 @@ async function outputFifos(
 
 /** Creates (or reuses) the session's scratch folder, owned by the sandbox user, mode 0700. */
 export async function prepareScratch(settings: SandboxSettings, sessionId: string, user: SandboxUser) {
-  if (!/^[A-Za-z0-9_-]{1,128}$/.test(sessionId)) throw unavailable("unusable session id for scratch");
+  if (!/^[A-Za-z0-9_-]{1,128}$/.test(sessionId)) throw sandboxUnavailable("unusable session id for scratch");
   const base = path.join(settings.dataDir, "scratch");
   await fs.mkdir(base, { recursive: true, mode: 0o711 });
   await fs.chmod(base, 0o711);
   const dir = path.join(base, sessionId);
   await fs.mkdir(dir, { recursive: true, mode: 0o700 });
   const st = await fs.lstat(dir);
-  if (!st.isDirectory()) throw unavailable("scratch folder is not a directory", { scratch: dir });
+  if (!st.isDirectory()) throw sandboxUnavailable("scratch folder is not a directory", { scratch: dir });
   if (st.uid !== user.uid || st.gid !== user.gid) await fs.chown(dir, user.uid, user.gid);
   return dir;
 }
@@ -191,7 +159,7 @@ async function preparePlanDir(workspace: string): Promise<string> {
   const st = await fs.lstat(plan);
   const real = await fs.realpath(plan);
   if (!st.isDirectory() || real !== plan)
-    throw unavailable(".pi/plan in the workspace is not a plain folder", { path: plan });
+    throw sandboxUnavailable(".pi/plan in the workspace is not a plain folder", { path: plan });
   return plan;
 }
 
@@ -251,110 +219,15 @@ function bwrapArgs(
   return args;
 }
 
-/** prepareNetworkEtc's folder by data folder: written once per host process, not on every call. */
-const networkEtc = new Map<string, Promise<string>>();
-
-/** The /etc files of a sandbox with network, written by the host (readable by the sandbox user). */
-function prepareNetworkEtc(settings: SandboxSettings): Promise<string> {
-  let ready = networkEtc.get(settings.dataDir);
-  if (!ready) {
-    ready = writeNetworkEtc(settings.dataDir);
-    networkEtc.set(settings.dataDir, ready);
-    ready.catch(() => networkEtc.delete(settings.dataDir));
-  }
-  return ready;
-}
-
-async function writeNetworkEtc(dataDir: string): Promise<string> {
-  const dir = path.join(dataDir, "sandbox-etc");
-  await fs.mkdir(dir, { recursive: true, mode: 0o755 });
-  await fs.chmod(dir, 0o755);
-  const files: Record<string, string> = {
-    "resolv.conf": `nameserver ${SLIRP_DNS}\n`,
-    hosts: "127.0.0.1 localhost\n::1 localhost ip6-localhost ip6-loopback\n",
-  };
-  for (const [name, text] of Object.entries(files)) {
-    const file = path.join(dir, name);
-    const current = await fs.readFile(file, "utf8").catch(() => null);
-    if (current === text) continue;
-    const tmp = `${file}.${process.pid}.tmp`;
-    await fs.writeFile(tmp, text, { mode: 0o644 });
-    await fs.rename(tmp, file);
-  }
-  return dir;
-}
-
-function asUser(user: SandboxUser): string[] {
-  return [`--reuid=${user.uid}`, `--regid=${user.gid}`, "--init-groups", "--inh-caps=-all", "--"];
-}
-
 /**
- * Starts slirp4netns for the sandbox whose first process is `pid`, as the sandbox user (it owns the
- * sandbox's user namespace, so it may join it): tap0 configured, host loopback disabled, seccomp on.
- * Resolves once tap0 is up; rejects with the reason otherwise. Closing the returned exit pipe (or the
- * host dying) ends it.
- */
-function startSlirp(
-  setpriv: string,
-  slirp: string,
-  user: SandboxUser,
-  pid: number,
-): { proc: ChildProcess; ready: Promise<void> } {
-  const proc = spawn(
-    setpriv,
-    [
-      ...asUser(user),
-      slirp,
-      "--configure",
-      "--mtu=65520",
-      "--disable-host-loopback",
-      "--enable-seccomp",
-      "--ready-fd=3",
-      "--exit-fd=4",
-      `--userns-path=/proc/${pid}/ns/user`,
-      String(pid),
-      "tap0",
-    ],
-    { stdio: ["ignore", "ignore", "pipe", "pipe", "pipe"], env: {}, cwd: "/" },
-  );
-  let stderr = "";
-  proc.stderr!.setEncoding("utf8");
-  proc.stderr!.on("data", (d: string) => {
-    if (stderr.length < 4096) stderr += d;
-  });
-  (proc.stdio[4] as NodeJS.WritableStream).on("error", () => {});
-  const ready = new Promise<void>((resolve, reject) => {
-    const why = (what: string) => {
-      const detail = stderr.trim().split("\n").slice(-3).join("; ");
-      return `${what}${detail ? `: ${detail}` : ""}`;
-    };
-    const timer = setTimeout(
-      () => reject(new Error(why("slirp4netns did not configure the network in time"))),
-      SLIRP_READY_TIMEOUT_MS,
-    );
-    const fd3 = proc.stdio[3] as NodeJS.ReadableStream;
-    fd3.on("data", () => {
-      clearTimeout(timer);
-      resolve();
-    });
-    fd3.on("error", () => {});
-    proc.on("error", (err) => {
-      clearTimeout(timer);
-      reject(new Error(`slirp4netns did not start: ${err.message}`));
-    });
-    proc.on("close", (code, signal) => {
-      clearTimeout(timer);
-      // Only before it was ready: a later exit is the sandbox ending.
-      setImmediate(() =>
-        reject(new Error(why(`slirp4netns exited (${code ?? signal}) before the network was up`))),
-      );
-    });
-  });
-  return { proc, ready };
-}
-
-/**
- * Starts `bash -c command` in the sandbox. Throws SANDBOX_UNAVAILABLE when bwrap, setpriv or (for a
+ * Starts `bash -c command` in the sandbox. bwrap is launched by `setpriv` as the sandbox user (never
+ * root, nor root mapped into a user namespace) with its own user, PID, IPC, UTS, cgroup and network
+ * namespaces and `--die-with-parent`: killing bwrap or the sandbox's first process ends every
+ * descendant. The sandbox sees an empty environment plus a fixed PATH and HOME, /usr and a few /etc
+ * files read-only, a private /tmp, /proc and /dev, the workspace writable at its own host path, the
+ * session's scratch folder writable and `<workspace>/.pi/plan` read-only. The command waits at a
+ * gate inside until the host has finished the setup (the network configured) and sends the go byte:
+ * a host that dies before that closes the gate, and the command never runs. Throws SANDBOX_UNAVAILABLE when bwrap, setpriv or (for a
  * project with network) slirp4netns is missing, the user does not exist, or the folders cannot be
  * prepared; a sandbox that fails to come up shows as `started` resolving false, with `failure()`
  * saying why when the host tore it down (the caller reports SANDBOX_UNAVAILABLE then).
@@ -362,11 +235,11 @@ function startSlirp(
 export async function startSandbox(spec: SandboxSpec): Promise<SandboxProcess> {
   const bwrap = findProgram("bwrap");
   const setpriv = findProgram("setpriv");
-  if (!bwrap) throw unavailable("bwrap (Debian package bubblewrap) is not installed");
-  if (!setpriv) throw unavailable("setpriv (util-linux) is not installed");
+  if (!bwrap) throw sandboxUnavailable("bwrap (Debian package bubblewrap) is not installed");
+  if (!setpriv) throw sandboxUnavailable("setpriv (util-linux) is not installed");
   const slirp = spec.network ? (spec.settings.slirp4netns ?? findProgram("slirp4netns")) : null;
   if (spec.network && !slirp)
-    throw unavailable(
+    throw sandboxUnavailable(
       "the project allows network, but slirp4netns (Debian package slirp4netns) is not installed",
       {
         network: true,
@@ -379,10 +252,10 @@ export async function startSandbox(spec: SandboxSpec): Promise<SandboxProcess> {
   try {
     scratch = await prepareScratch(spec.settings, spec.sessionId, user);
     plan = await preparePlanDir(spec.workspace);
-    if (spec.network) netEtc = await prepareNetworkEtc(spec.settings);
+    if (spec.network) netEtc = await prepareNetworkEtc(spec.settings.dataDir);
   } catch (err) {
     if (err instanceof AppError) throw err;
-    throw unavailable(`cannot prepare the sandbox's folders: ${(err as Error).message}`);
+    throw sandboxUnavailable(`cannot prepare the sandbox's folders: ${(err as Error).message}`);
   }
   const out = await outputFifos(user);
   let child: ChildProcess;
@@ -395,7 +268,7 @@ export async function startSandbox(spec: SandboxSpec): Promise<SandboxProcess> {
   } catch (err) {
     // exec refused the arguments (E2BIG) or the program: nothing started.
     for (const stream of out.read) stream.destroy();
-    throw unavailable(`the sandbox could not be started: ${(err as Error).message}`);
+    throw sandboxUnavailable(`the sandbox could not be started: ${(err as Error).message}`);
   } finally {
     // The child holds its own copies; the host keeps only the read ends, so the end of every
     // writer in the sandbox is the end of the stream.

@@ -1,10 +1,5 @@
-// Admission control of `tools.execute` (DESIGN §7 limits): bounded concurrency, global
-// (PI_TOOLS_MAX_CONCURRENT) and per session (PI_TOOLS_MAX_PER_SESSION). A call over either bound is
-// refused at once with HOST_OVERLOADED (retriable): it is not run, not recorded and not audited, so
-// the worker may retry the same toolCallId later. A slot is held from admission until the call's
-// reply, including the time a call waits on a permission prompt (a person's answer can take up to
-// PI_PERMISSION_TIMEOUT_MS). A retry of a call already in flight (same turnId + toolCallId) is
-// coalesced by agent-api before admission, so it never takes a second slot.
+// Admission control of `tools.execute` (docs/architecture.md "Tools"): bounded concurrency, global
+// (PI_TOOLS_MAX_CONCURRENT) and per session (PI_TOOLS_MAX_PER_SESSION).
 import { AppError } from "../../protocol/app-error.ts";
 
 export interface ToolAdmission {
@@ -14,6 +9,13 @@ export interface ToolAdmission {
   inUse(sessionId?: string): number;
 }
 
+/**
+ * A call over either bound is refused at once with HOST_OVERLOADED (retriable): it is not run, not
+ * recorded and not audited, so the worker may retry the same toolCallId later. A slot is held from
+ * admission until the call's reply, including the time a call waits on a permission prompt (up to
+ * PI_PERMISSION_TIMEOUT_MS). A retry of a call already in flight (same turnId + toolCallId) is
+ * coalesced before admission, so it never takes a second slot.
+ */
 export function createToolAdmission(limits: { maxConcurrent: number; maxPerSession: number }): ToolAdmission {
   let total = 0;
   const perSession = new Map<string, number>();

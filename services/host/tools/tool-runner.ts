@@ -1,56 +1,29 @@
-// Runs the built-in file tools (Read, Glob, Grep, Write, Edit), Bash, BrowserPreview and new_context
-// (browser-preview.ts: the browser runs in the sandbox, workspace files it loads are read here
-// through the same confinement as Read) inside one workspace. Paths are
-// confined to the real workspace (symlinks resolved) and checked against the deny-list; Write and
-// Edit also refuse `.pi/plan/`. Bash runs only in the bubblewrap sandbox (bash-runner.ts, sandbox.ts)
-// and is never run unconfined. Every tool takes the workspace's lock (workspace-lock.ts): file tools
-// never run while a Bash command of any session may be changing symlinks in the same workspace.
-import { constants, promises as fs } from "node:fs";
-import path from "node:path";
-import picomatch from "picomatch";
+// The tool runner, built once from the host's configuration: runs the built-in tools (file tools in
+// workspace-files.ts, Bash in the sandbox, BrowserPreview, new_context) in the workspace each call
+// names, under that workspace's lock (workspace-lock.ts). Bash never runs unconfined.
+import { promises as fs } from "node:fs";
+import type { BuiltinToolName } from "../../../machines/tool-policy.ts";
 import { AppError } from "../../protocol/app-error.ts";
 import type { ToolExecuteResult } from "../../protocol/schemas.ts";
-import { runBash } from "./bash-runner.ts";
+import { bashDefaultTimeoutMs, runBash } from "./bash-runner.ts";
 import { runBrowserPreview, runNewContext } from "./browser-preview.ts";
+import { type SandboxSettings, sandboxSettingsFromEnv } from "./sandbox.ts";
+import { confine, readBytes, runFileTool } from "./workspace-files.ts";
 import { withWorkspaceLock } from "./workspace-lock.ts";
 
-export const MAX_READ_BYTES = 256 * 1024;
-const MAX_RESULTS = 500;
-const MAX_PREVIEW_FILE_BYTES = 10 * 1024 * 1024;
+export { MAX_READ_BYTES } from "./workspace-files.ts";
 
-const DENY_ALWAYS = [
-  ".env",
-  ".env.*",
-  "**/.env",
-  "**/.env.*",
-  "**/*.pem",
-  "**/*.key",
-  "**/id_rsa*",
-  "**/id_ed25519*",
-  ".git/objects/**",
-  "**/.git/objects/**",
-];
-const DENY_WRITES = [".pi/plan", ".pi/plan/**"];
-const isDenied = picomatch(DENY_ALWAYS, { dot: true });
-const isWriteDenied = picomatch(DENY_WRITES, { dot: true });
-
-function text(t: string, details?: Record<string, unknown>): ToolExecuteResult {
-  return { content: [{ type: "text", text: t }], isError: false, ...(details ? { details } : {}) };
+/** What the process environment says about running tools; read once, at start (host-config). */
+export interface ToolRunnerConfig {
+  /** The sandbox of Bash and BrowserPreview: its user, the data folder (scratch), slirp4netns. */
+  sandbox: SandboxSettings;
+  /** Bash's timeout when a call names none (PI_BASH_DEFAULT_TIMEOUT_MS, else 60 s). */
+  bashDefaultTimeoutMs: number;
 }
 
-function argString(args: Record<string, unknown>, name: string, optional = false): string | undefined {
-  const v = args[name];
-  if (v === undefined && optional) return undefined;
-  if (typeof v !== "string") throw new AppError("INVALID_PARAMS", `${name} must be a string`);
-  return v;
-}
-
-function argInt(args: Record<string, unknown>, name: string): number | undefined {
-  const v = args[name];
-  if (v === undefined) return undefined;
-  if (typeof v !== "number" || !Number.isInteger(v) || v < 0)
-    throw new AppError("INVALID_PARAMS", `${name} must be a non-negative integer`);
-  return v;
+/** The runner's configuration from an environment (docs/operations.md lists the variables). */
+export function toolRunnerConfigFromEnv(env: NodeJS.ProcessEnv = process.env): ToolRunnerConfig {
+  return { sandbox: sandboxSettingsFromEnv(env), bashDefaultTimeoutMs: bashDefaultTimeoutMs(env) };
 }
 
 /** What a running tool may report while it runs (Bash streams stdout and stderr as it goes). */
@@ -62,6 +35,7 @@ export interface ToolRunContext {
   sessionId?: string;
 }
 
+/** The durable settings of one call's workspace, read per call by the caller. */
 export interface ToolRunnerOptions {
   workspaceRoot: string;
   /** The project allows network: Bash's sandbox gets user-mode networking (slirp4netns). */
@@ -70,214 +44,70 @@ export interface ToolRunnerOptions {
   previewOrigins?: readonly string[];
 }
 
-export function createToolRunner({ workspaceRoot, network = false, previewOrigins = [] }: ToolRunnerOptions) {
-  let realRoot: string | null = null;
-  const root = async () => {
-    realRoot ??= await fs.realpath(workspaceRoot);
-    return realRoot;
-  };
+export type ToolCallContext = ToolRunnerOptions & ToolRunContext;
 
-  /**
-   * Resolves a tool path to a real absolute path inside the workspace, following symlinks of the
-   * longest existing prefix. Returns the workspace-relative path used for deny-list checks.
-   */
-  async function confine(p: string, forWrite: boolean): Promise<{ abs: string; rel: string }> {
-    if (p.includes("\0")) throw new AppError("PATH_OUTSIDE_WORKSPACE", "path contains NUL");
-    const r = await root();
-    const lexical = path.resolve(r, p);
-    if (lexical !== r && !lexical.startsWith(r + path.sep))
-      throw new AppError("PATH_OUTSIDE_WORKSPACE", `${p} is outside the workspace`);
-    // Resolve symlinks of the existing part of the path.
-    let existing = lexical;
-    const rest: string[] = [];
-    for (;;) {
-      try {
-        existing = await fs.realpath(existing);
-        break;
-      } catch {
-        rest.unshift(path.basename(existing));
-        existing = path.dirname(existing);
-      }
-    }
-    const abs = path.join(existing, ...rest);
-    if (abs !== r && !abs.startsWith(r + path.sep))
-      throw new AppError("PATH_OUTSIDE_WORKSPACE", `${p} resolves outside the workspace`);
-    const rel = path.relative(r, abs).split(path.sep).join("/");
-    if (rel && isDenied(rel)) throw new AppError("WORKSPACE_PATH_DENIED", `${rel} is on the deny-list`);
-    if (forWrite && rel && isWriteDenied(rel))
-      throw new AppError("WORKSPACE_PATH_DENIED", ".pi/plan belongs to the host");
-    return { abs, rel };
-  }
-
-  async function* walk(dir: string, r: string, budget: { n: number }): AsyncGenerator<string> {
-    const entries = await fs.readdir(dir, { withFileTypes: true }).catch(() => []);
-    entries.sort((a, b) => a.name.localeCompare(b.name));
-    for (const e of entries) {
-      if (budget.n-- <= 0) return;
-      const abs = path.join(dir, e.name);
-      const rel = path.relative(r, abs).split(path.sep).join("/");
-      if (e.name === ".git" || e.name === "node_modules" || isDenied(rel)) continue;
-      if (e.isDirectory()) yield* walk(abs, r, budget);
-      else if (e.isFile()) yield rel;
-    }
-  }
-
-  async function readText(abs: string): Promise<string> {
-    const handle = await fs
-      .open(abs, constants.O_RDONLY | constants.O_NOFOLLOW)
-      .catch((err: NodeJS.ErrnoException) => {
-        if (err.code === "ENOENT") throw new AppError("FILE_NOT_FOUND");
-        throw new AppError("TOOL_FAILED", err.message, { cause: err });
-      });
-    try {
-      const st = await handle.stat();
-      if (!st.isFile()) throw new AppError("TOOL_FAILED", "not a regular file");
-      const buf = Buffer.alloc(Math.min(st.size, MAX_READ_BYTES));
-      const { bytesRead } = await handle.read(buf, 0, buf.length, 0);
-      const data = buf.subarray(0, bytesRead);
-      if (data.includes(0)) throw new AppError("FILE_IS_BINARY");
-      return data.toString("utf8");
-    } finally {
-      await handle.close();
-    }
-  }
-
-  /** Bytes of a confined regular file for BrowserPreview (O_NOFOLLOW, at most MAX_PREVIEW_FILE_BYTES). */
-  async function readBytes(abs: string): Promise<Buffer> {
-    const handle = await fs.open(abs, constants.O_RDONLY | constants.O_NOFOLLOW).catch(() => {
-      throw new AppError("FILE_NOT_FOUND");
-    });
-    try {
-      const st = await handle.stat();
-      if (!st.isFile()) throw new AppError("FILE_NOT_FOUND", "not a regular file");
-      const buf = Buffer.alloc(Math.min(st.size, MAX_PREVIEW_FILE_BYTES));
-      const { bytesRead } = await handle.read(buf, 0, buf.length, 0);
-      return buf.subarray(0, bytesRead);
-    } finally {
-      await handle.close();
-    }
-  }
-
-  async function writeFileSafe(abs: string, content: string): Promise<void> {
-    await fs.mkdir(path.dirname(abs), { recursive: true });
-    // O_NOFOLLOW: a symlink planted at the final component is refused rather than followed.
-    const handle = await fs.open(
-      abs,
-      constants.O_WRONLY | constants.O_CREAT | constants.O_TRUNC | constants.O_NOFOLLOW,
-      0o644,
-    );
-    try {
-      await handle.writeFile(content, "utf8");
-    } finally {
-      await handle.close();
-    }
-  }
-
-  return {
-    async run(
-      tool: string,
-      args: Record<string, unknown>,
-      ctx: ToolRunContext = {},
-    ): Promise<ToolExecuteResult> {
-      const r = await root().catch((cause: unknown) => {
-        throw new AppError("TOOL_FAILED", "the workspace folder is not reachable", { cause });
-      });
-      return withWorkspaceLock(r, () => runUnlocked(tool, args, ctx));
-    },
-  };
-
-  async function runUnlocked(
-    tool: string,
-    args: Record<string, unknown>,
-    ctx: ToolRunContext,
-  ): Promise<ToolExecuteResult> {
-    switch (tool) {
-      case "Read": {
-        const { abs, rel } = await confine(argString(args, "path")!, false);
-        const content = await readText(abs);
-        const lines = content.split("\n");
-        const offset = argInt(args, "offset") ?? 0;
-        const limit = argInt(args, "limit") ?? lines.length;
-        const slice = lines.slice(offset, offset + limit).join("\n");
-        return text(slice, { path: rel, lines: lines.length });
-      }
-      case "Glob": {
-        const pattern = argString(args, "pattern")!;
-        const r = await root();
-        const match = picomatch(pattern, { dot: false });
-        const out: string[] = [];
-        for await (const rel of walk(r, r, { n: 20_000 })) {
-          if (match(rel)) out.push(rel);
-          if (out.length >= MAX_RESULTS) break;
-        }
-        return text(out.length ? out.join("\n") : "(no matches)", { count: out.length });
-      }
-      case "Grep": {
-        const pattern = argString(args, "pattern")!;
-        let re: RegExp;
-        try {
-          re = new RegExp(pattern);
-        } catch (cause) {
-          throw new AppError("INVALID_PARAMS", "pattern is not a valid regular expression", { cause });
-        }
-        const base = await confine(argString(args, "path", true) ?? ".", false);
-        const filter = picomatch(argString(args, "glob", true) ?? "**", { dot: false });
-        const r = await root();
-        const out: string[] = [];
-        const st = await fs.stat(base.abs).catch(() => null);
-        const files = st?.isFile() ? [base.rel] : [];
-        if (st?.isDirectory()) for await (const rel of walk(base.abs, r, { n: 20_000 })) files.push(rel);
-        for (const rel of files) {
-          if (!filter(rel)) continue;
-          const content = await readText(path.join(r, rel)).catch(() => null);
-          if (content === null) continue;
-          content.split("\n").forEach((line, i) => {
-            if (out.length < MAX_RESULTS && re.test(line)) out.push(`${rel}:${i + 1}:${line}`);
-          });
-          if (out.length >= MAX_RESULTS) break;
-        }
-        return text(out.length ? out.join("\n") : "(no matches)", { count: out.length });
-      }
-      case "Write": {
-        const { abs, rel } = await confine(argString(args, "path")!, true);
-        const content = argString(args, "content")!;
-        await writeFileSafe(abs, content);
-        return text(`wrote ${Buffer.byteLength(content)} bytes to ${rel}`, { path: rel });
-      }
-      case "Edit": {
-        const { abs, rel } = await confine(argString(args, "path")!, true);
-        const oldText = argString(args, "oldText")!;
-        const newText = argString(args, "newText")!;
-        const content = await readText(abs);
-        const first = content.indexOf(oldText);
-        if (oldText === "" || first < 0) throw new AppError("EDIT_NO_MATCH");
-        if (content.indexOf(oldText, first + 1) >= 0) throw new AppError("EDIT_NOT_UNIQUE");
-        await writeFileSafe(abs, content.slice(0, first) + newText + content.slice(first + oldText.length));
-        return text(`edited ${rel}`, { path: rel });
-      }
-      case "Bash":
-        return runBash(args, {
-          workspace: await root(),
-          network,
-          ...(ctx.sessionId ? { sessionId: ctx.sessionId } : {}),
-          ...(ctx.onOutput ? { onOutput: ctx.onOutput } : {}),
-          ...(ctx.signal ? { signal: ctx.signal } : {}),
-        });
-      case "BrowserPreview":
-        return runBrowserPreview(args, {
-          workspace: await root(),
-          allowedOrigins: previewOrigins,
-          confine: (p) => confine(p, false),
-          readFile: readBytes,
-          ...(ctx.sessionId ? { sessionId: ctx.sessionId } : {}),
-          ...(ctx.signal ? { signal: ctx.signal } : {}),
-        });
-      case "new_context":
-        return runNewContext(args);
-      default:
-        throw new AppError("TOOL_NOT_FOUND");
-    }
-  }
+export interface ToolRunner {
+  /** Runs one built-in tool; refusals of the arguments or the path throw AppError (TOOL_NOT_FOUND for others). */
+  run(tool: string, args: Record<string, unknown>, ctx: ToolCallContext): Promise<ToolExecuteResult>;
 }
 
-export type ToolRunner = ReturnType<typeof createToolRunner>;
+/** The built-in tools this runner runs; the plan tools are the host's own (never run here). */
+type RunnableTool = Exclude<BuiltinToolName, "EnterPlanMode" | "ExitPlanMode">;
+type ToolImpl = (
+  args: Record<string, unknown>,
+  root: string,
+  ctx: ToolCallContext,
+  config: ToolRunnerConfig,
+) => Promise<ToolExecuteResult>;
+
+const RUNNABLE: Record<RunnableTool, ToolImpl> = {
+  Read: (args, root) => runFileTool("Read", args, root),
+  Glob: (args, root) => runFileTool("Glob", args, root),
+  Grep: (args, root) => runFileTool("Grep", args, root),
+  Write: (args, root) => runFileTool("Write", args, root),
+  Edit: (args, root) => runFileTool("Edit", args, root),
+  Bash: (args, root, ctx, config) =>
+    runBash(args, {
+      workspace: root,
+      network: ctx.network === true,
+      settings: config.sandbox,
+      defaultTimeoutMs: config.bashDefaultTimeoutMs,
+      ...(ctx.sessionId ? { sessionId: ctx.sessionId } : {}),
+      ...(ctx.onOutput ? { onOutput: ctx.onOutput } : {}),
+      ...(ctx.signal ? { signal: ctx.signal } : {}),
+    }),
+  BrowserPreview: (args, root, ctx, config) =>
+    runBrowserPreview(args, {
+      workspace: root,
+      allowedOrigins: ctx.previewOrigins ?? [],
+      confine: (p) => confine(root, p, false),
+      readFile: readBytes,
+      settings: config.sandbox,
+      ...(ctx.sessionId ? { sessionId: ctx.sessionId } : {}),
+      ...(ctx.signal ? { signal: ctx.signal } : {}),
+    }),
+  new_context: async (args) => runNewContext(args),
+};
+
+function isRunnable(tool: string): tool is RunnableTool {
+  return Object.hasOwn(RUNNABLE, tool);
+}
+
+/**
+ * The host's tool runner, built once: `config` comes from host-config (read at start); without one,
+ * from this process's environment, read now.
+ */
+export function createToolRunner(config: ToolRunnerConfig = toolRunnerConfigFromEnv()): ToolRunner {
+  const runner: ToolRunner = {
+    async run(tool, args, ctx) {
+      const root = await fs.realpath(ctx.workspaceRoot).catch((cause: unknown) => {
+        throw new AppError("TOOL_FAILED", "the workspace folder is not reachable", { cause });
+      });
+      return withWorkspaceLock(root, () => {
+        if (!isRunnable(tool)) throw new AppError("TOOL_NOT_FOUND");
+        return RUNNABLE[tool](args, root, ctx, config);
+      });
+    },
+  };
+  return runner;
+}

@@ -1,7 +1,6 @@
-// One async mutex per real workspace path, process-wide: file tools (Read, Glob, Grep, Write, Edit)
-// and Bash commands of every session on the same workspace run one at a time, so a symlink a Bash
-// command plants cannot race a file tool's path checks (DESIGN §7). The price: a long Bash command
-// delays file tools (and other Bash commands) on that workspace until it ends.
+// One async mutex per real workspace path, process-wide: file tools and Bash commands of every session
+// on a workspace run one at a time, so a symlink a Bash command plants cannot race a file tool's path
+// checks (docs/architecture.md "Tools"). The price: a long Bash command delays the others.
 const tails = new Map<string, Promise<void>>();
 
 export async function withWorkspaceLock<T>(workspace: string, fn: () => Promise<T>): Promise<T> {
