@@ -2,7 +2,7 @@ import { defineConfig } from "vitest/config";
 
 // Unit tests sit beside their modules; suites that cross process boundaries live in tests/.
 // Integration files each create their own database and NATS prefix, so files run in parallel,
-// but the machine has 2 cores: keep the pool small.
+// but the machine has 2 cores: keep the pool small. Their Postgres and NATS: tests/support/global-setup.ts.
 export default defineConfig({
   test: {
     projects: [
@@ -16,6 +16,7 @@ export default defineConfig({
         test: {
           name: "integration",
           include: ["tests/**/*.test.ts"],
+          globalSetup: ["tests/support/global-setup.ts"],
           testTimeout: 60_000,
           hookTimeout: 60_000,
           maxWorkers: 2,

@@ -4,26 +4,17 @@
 // next turn's context starts from the latest new_context the host allowed, never from a forged one.
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import type {
   ProjectView,
   SessionView,
   ToolExecuteResult,
   TurnAssignment,
 } from "../services/protocol/schemas.ts";
-import { createStack, type Stack } from "./support/stack.ts";
+import { useStack } from "./support/stack-fixture.ts";
 import { executeTool, promptAndClaim, refusalCode } from "./support/worker-double.ts";
 
-let stack: Stack;
-
-beforeAll(async () => {
-  stack = await createStack("agentproto");
-  await stack.startHost();
-});
-
-afterAll(async () => {
-  await stack?.close();
-});
+const stack = useStack("agentproto", { host: true });
 
 async function expectCode(p: Promise<unknown>, code: string) {
   expect(await refusalCode(p)).toBe(code);

@@ -12,10 +12,11 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { MAX_BODY_BYTES, runBrowserPreview } from "../services/host/tools/browser-preview.ts";
 import type { ToolExecuteResult, TurnAssignment } from "../services/protocol/schemas.ts";
 import { openStackDir, SANDBOX_USER, sandboxTurn } from "./support/sandbox.ts";
-import { createStack, eventually, type Stack } from "./support/stack.ts";
+import { eventually } from "./support/stack.ts";
+import { useStack } from "./support/stack-fixture.ts";
 import { executeTool } from "./support/worker-double.ts";
 
-let stack: Stack;
+const stack = useStack("browserpreview", { prepare: openStackDir, host: true });
 let server: Server;
 let origin = "";
 const hits: string[] = [];
@@ -30,9 +31,6 @@ fetch("https://example.com/").then(
 </script></body></html>`;
 
 beforeAll(async () => {
-  stack = await createStack("browserpreview");
-  openStackDir(stack);
-  await stack.startHost();
   server = createServer((req, res) => {
     hits.push(req.url ?? "");
     res.setHeader("content-type", "text/html; charset=utf-8");
@@ -44,7 +42,6 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await new Promise((r) => server?.close(r));
-  await stack?.close();
 });
 
 let calls = 0;

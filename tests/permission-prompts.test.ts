@@ -5,28 +5,19 @@
 // wait; everything is audited.
 import { existsSync, readFileSync } from "node:fs";
 import path from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { decodeJson } from "../services/protocol/envelope.ts";
 import type { SessionEvent } from "../services/protocol/events.ts";
 import type { PermissionRequestView } from "../services/protocol/permission-schemas.ts";
 import type { ScheduledRunView, ScheduledTaskView } from "../services/protocol/scheduling-schemas.ts";
 import type { ProjectView, SessionView, TurnAssignment, TurnOffer } from "../services/protocol/schemas.ts";
 import { agentSubject } from "../services/protocol/subjects.ts";
-import { createStack, type EventCollector, type Stack } from "./support/stack.ts";
+import type { EventCollector } from "./support/stack.ts";
+import { useStack } from "./support/stack-fixture.ts";
 import { promptAndClaim, refusalCode, executeTool } from "./support/worker-double.ts";
 
-let stack: Stack;
-
-beforeAll(async () => {
-  stack = await createStack("permprompt");
-  // The deadline test moves the host clock by 121 s; the turn's lease (host clock too) must outlive it.
-  stack.env.extra = { PI_TURN_LEASE_MS: "600000" };
-  await stack.startHost();
-});
-
-afterAll(async () => {
-  await stack?.close();
-});
+// The deadline test moves the host clock by 121 s; the turn's lease (host clock too) must outlive it.
+const stack = useStack("permprompt", { extra: { PI_TURN_LEASE_MS: "600000" }, host: true });
 
 async function liveTurn(
   opts: { mode?: "agent" | "plan"; permissionMode?: string; approvers?: string[] } = {},

@@ -4,22 +4,13 @@
 import { createHash } from "node:crypto";
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import type { SessionEvent } from "../services/protocol/events.ts";
 import type { ProjectView, ProposalView, SessionView } from "../services/protocol/schemas.ts";
-import { createStack, eventually, type Stack } from "./support/stack.ts";
+import { eventually } from "./support/stack.ts";
+import { useStack } from "./support/stack-fixture.ts";
 
-let stack: Stack;
-
-beforeAll(async () => {
-  stack = await createStack("e2e");
-  await stack.startHost();
-  await stack.startWorker();
-});
-
-afterAll(async () => {
-  await stack?.close();
-});
+const stack = useStack("e2e", { host: true, worker: true });
 
 const isAwaiting = (e: SessionEvent) =>
   e.type === "plan.changed" && (e as SessionEvent<"plan.changed">).state === "awaiting_approval";

@@ -7,7 +7,7 @@
 // here it shares the kill of (b), so one fence is seen handling both at once.
 import { existsSync, writeFileSync } from "node:fs";
 import path from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import type { SessionEvent } from "../services/protocol/events.ts";
 import type { ProposalView, SessionView } from "../services/protocol/schemas.ts";
 import {
@@ -23,20 +23,11 @@ import {
   workerLogged,
   writeStep,
 } from "./support/plans.ts";
-import { createStack, eventually, type Stack } from "./support/stack.ts";
+import { eventually } from "./support/stack.ts";
+import { useStack } from "./support/stack-fixture.ts";
 import { refusalCode } from "./support/worker-double.ts";
 
-let stack: Stack;
-
-beforeAll(async () => {
-  stack = await createStack("crashpts");
-  await stack.startHost();
-  await stack.startWorker();
-});
-
-afterAll(async () => {
-  await stack?.close();
-});
+const stack = useStack("crashpts", { host: true, worker: true });
 
 function approve(p: ProposalView, mode = "accept-edits") {
   return stack.rpc("alice").call<ProposalView>("plans.resolve", {

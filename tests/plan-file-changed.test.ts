@@ -4,7 +4,7 @@
 // model call for the execution turn, no file it would write, one `plan.execution.refuse` audit row.
 import { appendFileSync, existsSync, readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import type { SessionEvent } from "../services/protocol/events.ts";
 import type { ProposalView, SessionView, ToolExecuteResult } from "../services/protocol/schemas.ts";
 import {
@@ -19,19 +19,10 @@ import {
   turnEnded,
   writeStep,
 } from "./support/plans.ts";
-import { createStack, type Stack } from "./support/stack.ts";
+import { useStack } from "./support/stack-fixture.ts";
 import { promptAndClaim, refusalCode } from "./support/worker-double.ts";
 
-let stack: Stack;
-
-beforeAll(async () => {
-  stack = await createStack("planchanged");
-  await stack.startHost();
-});
-
-afterAll(async () => {
-  await stack?.close();
-});
+const stack = useStack("planchanged", { host: true });
 
 const CODE = "PLAN_ARTIFACT_HASH_MISMATCH";
 

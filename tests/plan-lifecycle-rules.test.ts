@@ -2,7 +2,7 @@
 // the test acting as the worker: the reply code, the rows, the files under .pi/plan/ and the audit.
 import { existsSync, mkdirSync, readdirSync, symlinkSync, writeFileSync } from "node:fs";
 import path from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import type { SessionEvent } from "../services/protocol/events.ts";
 import type {
   ProjectView,
@@ -11,20 +11,11 @@ import type {
   ToolExecuteResult,
   TurnAssignment,
 } from "../services/protocol/schemas.ts";
-import { createStack, eventually, type Stack } from "./support/stack.ts";
+import { eventually } from "./support/stack.ts";
+import { useStack } from "./support/stack-fixture.ts";
 import { promptAndClaim, refusalCode } from "./support/worker-double.ts";
 
-let stack: Stack;
-
-beforeAll(async () => {
-  stack = await createStack("rules");
-  stack.env.extra = { PI_TURN_LEASE_MS: String(4 * 3600 * 1000) };
-  await stack.startHost();
-});
-
-afterAll(async () => {
-  await stack?.close();
-});
+const stack = useStack("rules", { extra: { PI_TURN_LEASE_MS: String(4 * 3600 * 1000) }, host: true });
 
 const hook = (name: string, body: unknown = {}) => stack.hook(name, body);
 

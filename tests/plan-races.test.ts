@@ -6,10 +6,9 @@
 // between), so the database guard holds by itself. Which action wins a mixed race is up to the race
 // (every assertion below holds for either winner); a third race of approves only always has an
 // approve winner, so the one-execution checks run on every run.
-import { existsSync, mkdirSync, mkdtempSync, rmSync } from "node:fs";
-import os from "node:os";
+import { existsSync, mkdirSync } from "node:fs";
 import path from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { createClock } from "../services/host/clock.ts";
 import { createDb, type Db, withTransaction } from "../services/host/store/db.ts";
 import { migrateUp } from "../services/host/store/migrate.ts";
@@ -28,8 +27,8 @@ import {
   turnEnded,
   writeStep,
 } from "./support/plans.ts";
-import { createStack, type Stack } from "./support/stack.ts";
-import { createTestDatabase, type TestDatabase } from "./support/test-db.ts";
+import { useStack } from "./support/stack-fixture.ts";
+import type { TestDatabase } from "./support/test-db.ts";
 import { refusalCode } from "./support/worker-double.ts";
 
 const RACERS = 20;
@@ -68,17 +67,7 @@ function paramsOf(p: ProposalView, action: Action) {
 }
 
 describe("20 concurrent resolves over NATS (real host, owner and approver)", () => {
-  let stack: Stack;
-
-  beforeAll(async () => {
-    stack = await createStack("races");
-    await stack.startHost();
-    await stack.startWorker();
-  });
-
-  afterAll(async () => {
-    await stack?.close();
-  });
+  const stack = useStack("races", { host: true, worker: true });
 
   it("one transition per proposal; the rest get the recorded result or a refusal; one execution runs once", async () => {
     // Three proposals: the mix starting with approve, the mix starting with reject, approves only.
@@ -240,17 +229,14 @@ describe("20 concurrent resolves against the plan store (no actor in between)", 
   let db: Db;
   let dir: string;
 
-  beforeAll(async () => {
-    tdb = await createTestDatabase("races_store");
-    await migrateUp({ databaseUrl: tdb.url });
-    db = createDb(tdb.url, { max: RACERS + 2 });
-    dir = mkdtempSync(path.join(os.tmpdir(), "pihost-races-store-"));
-  });
-
-  afterAll(async () => {
-    await db?.end();
-    await tdb?.drop();
-    if (dir) rmSync(dir, { recursive: true, force: true });
+  useStack("races_store", {
+    async setup(s) {
+      tdb = s.db;
+      dir = s.dir;
+      await migrateUp({ databaseUrl: tdb.url });
+      db = createDb(tdb.url, { max: RACERS + 2 });
+      return () => db.end();
+    },
   });
 
   it("the row lock and version check alone allow exactly one transition per proposal", async () => {

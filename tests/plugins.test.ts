@@ -5,16 +5,15 @@
 // built-in names refused, and a plugin without a process.
 import { readFileSync } from "node:fs";
 import path from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import type { SessionEvent } from "../services/protocol/events.ts";
 import type { PermissionRequestView } from "../services/protocol/permission-schemas.ts";
 import type { PluginView } from "../services/protocol/plugin-schemas.ts";
 import type { ProjectView, SessionView, TurnAssignment } from "../services/protocol/schemas.ts";
 import { type ManagedProcess, spawnTs } from "./support/processes.ts";
-import { createStack, type Stack } from "./support/stack.ts";
+import { useStack } from "./support/stack-fixture.ts";
 import { promptAndClaim, refusalCode, executeTool } from "./support/worker-double.ts";
 
-let stack: Stack;
 let plugin: ManagedProcess;
 let pluginLog: string;
 
@@ -43,21 +42,18 @@ const MANIFEST = {
   ],
 };
 
-beforeAll(async () => {
-  stack = await createStack("plugins");
-  await stack.startHost();
-  pluginLog = path.join(stack.dir, "echo-calls.jsonl");
-  plugin = spawnTs("tests/support/echo-plugin.ts", {
-    NATS_URL: stack.env.natsUrl,
-    PI_PREFIX: stack.env.prefix,
-    ECHO_PLUGIN_CALL_LOG: pluginLog,
-  });
-  await plugin.waitForEvent("plugin.ready");
-});
-
-afterAll(async () => {
-  await plugin?.stop();
-  await stack?.close();
+const stack = useStack("plugins", {
+  host: true,
+  async setup(s) {
+    pluginLog = path.join(s.dir, "echo-calls.jsonl");
+    plugin = spawnTs("tests/support/echo-plugin.ts", {
+      NATS_URL: s.env.natsUrl,
+      PI_PREFIX: s.env.prefix,
+      ECHO_PLUGIN_CALL_LOG: pluginLog,
+    });
+    await plugin.waitForEvent("plugin.ready");
+    return () => plugin.stop();
+  },
 });
 
 function pluginCalls(): Array<Record<string, unknown>> {

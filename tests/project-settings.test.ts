@@ -4,25 +4,16 @@
 // real project store on the same database outside development mode, only PI_SETTINGS_ADMINS may
 // change them. Whether the sandbox and BrowserPreview honour them: sandbox-network.test.ts and
 // browser-preview.test.ts.
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { createClock } from "../services/host/clock.ts";
 import { createProjectStore } from "../services/host/store/project-store.ts";
 import { createProjectsApi } from "../services/host/bus/projects-api.ts";
 import { AppError } from "../services/protocol/app-error.ts";
 import type { ProjectView } from "../services/protocol/project-schemas.ts";
-import { createStack, type Stack } from "./support/stack.ts";
+import { useStack } from "./support/stack-fixture.ts";
 import { refusalCode } from "./support/worker-double.ts";
 
-let stack: Stack;
-
-beforeAll(async () => {
-  stack = await createStack("projectsettings");
-  await stack.startHost();
-}, 30_000);
-
-afterAll(async () => {
-  await stack?.close();
-});
+const stack = useStack("projectsettings", { host: true });
 
 async function newProject(name = "p"): Promise<ProjectView> {
   return stack.rpc("alice").call<ProjectView>("projects.create", {

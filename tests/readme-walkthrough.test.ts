@@ -1,20 +1,11 @@
 // The README's walk-through, run as written with `bash -euo pipefail` against a real host and agent
 // worker (own database, own subject prefix), so the documented commands cannot drift from the CLI.
 import { spawn } from "node:child_process";
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
-import os from "node:os";
+import { existsSync, mkdirSync, readdirSync, readFileSync } from "node:fs";
 import path from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import {
-  type ManagedProcess,
-  REPO_ROOT,
-  reapAll,
-  type StackEnv,
-  startHost,
-  startWorker,
-} from "./support/processes.ts";
-import { createTestDatabase, type TestDatabase } from "./support/test-db.ts";
-import { NATS_URL, uniquePrefix } from "./support/test-nats.ts";
+import { describe, expect, it } from "vitest";
+import { REPO_ROOT, type StackEnv, startHost, startWorker } from "./support/processes.ts";
+import { useStack } from "./support/stack-fixture.ts";
 
 const HEADING = "## Walk-through";
 
@@ -72,41 +63,42 @@ function runBash(
 
 describe("README walk-through", () => {
   const walkthrough = loadWalkthrough();
-  let db: TestDatabase;
   let dir: string;
   let tmp: string;
   let stack: StackEnv;
   let logs: () => string = () => "";
-  const procs: ManagedProcess[] = [];
 
-  beforeAll(async () => {
-    db = await createTestDatabase("readme");
-    dir = mkdtempSync(path.join(os.tmpdir(), "pihost-readme-"));
-    // The script's `mktemp -d` lands here (TMPDIR), the only folder projects may use.
-    tmp = path.join(dir, "tmp");
-    mkdirSync(tmp);
-    stack = {
-      databaseUrl: db.url,
-      natsUrl: NATS_URL,
-      prefix: uniquePrefix("readme"),
-      workspaceRoots: [tmp],
-      dataDir: path.join(dir, "data"),
-    };
-    const host = startHost(stack);
-    const worker = startWorker(stack);
-    procs.push(host, worker);
-    logs = () =>
-      `--- host (last 30 lines)\n${host.lines.slice(-30).join("\n")}\n--- worker (last 30 lines)\n${worker.lines.slice(-30).join("\n")}`;
-    await Promise.all([host.waitForEvent("host.ready", 60_000), worker.waitForEvent("worker.ready", 60_000)]);
-  }, 90_000);
-
-  afterAll(async () => {
-    // SIGTERM first: tsx passes it on to the node process it runs, while a SIGKILL of the tsx
-    // wrapper (reapAll) would leave that process behind.
-    await Promise.all(procs.map((p) => p.stop()));
-    await reapAll();
-    await db?.drop();
-    if (dir) rmSync(dir, { recursive: true, force: true });
+  useStack("readme", {
+    timeoutMs: 90_000,
+    prepare(s) {
+      // The script's `mktemp -d` lands here (TMPDIR), the only folder projects may use.
+      dir = s.dir;
+      tmp = path.join(dir, "tmp");
+      mkdirSync(tmp);
+      s.env.workspaceRoots = [tmp];
+      s.env.callLog = undefined;
+      stack = s.env;
+    },
+    async setup() {
+      const host = startHost(stack);
+      const worker = startWorker(stack);
+      logs = () =>
+        `--- host (last 30 lines)\n${host.lines.slice(-30).join("\n")}\n--- worker (last 30 lines)\n${worker.lines.slice(-30).join("\n")}`;
+      const stopBoth = async () => {
+        // SIGTERM first, so both end as they would under a service manager.
+        await Promise.all([host.stop(), worker.stop()]);
+      };
+      try {
+        await Promise.all([
+          host.waitForEvent("host.ready", 60_000),
+          worker.waitForEvent("worker.ready", 60_000),
+        ]);
+      } catch (err) {
+        await stopBoth();
+        throw err;
+      }
+      return stopBoth;
+    },
   });
 
   it(`runs as written (${walkthrough.source})`, { timeout: 300_000 }, async () => {

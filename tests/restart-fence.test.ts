@@ -3,23 +3,13 @@
 // old identity is stale, and the scripted model is never called again for the fenced work.
 import { readFileSync } from "node:fs";
 import path from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { AppError } from "../services/protocol/app-error.ts";
 import type { SessionEvent } from "../services/protocol/events.ts";
 import type { ProjectView, ProposalView, SessionView } from "../services/protocol/schemas.ts";
-import { createStack, type Stack } from "./support/stack.ts";
+import { useStack } from "./support/stack-fixture.ts";
 
-let stack: Stack;
-
-beforeAll(async () => {
-  stack = await createStack("fence");
-  await stack.startHost();
-  await stack.startWorker();
-});
-
-afterAll(async () => {
-  await stack?.close();
-});
+const stack = useStack("fence", { host: true, worker: true });
 
 describe("startup fence", () => {
   it("marks pending work interrupted before serving, refuses the old identity and replays nothing", async () => {

@@ -8,7 +8,7 @@ import { randomBytes } from "node:crypto";
 import { chmodSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { afterAll, beforeAll, describe, expect, it, onTestFinished } from "vitest";
+import { describe, expect, it } from "vitest";
 import {
   BASH_DEFAULT_TIMEOUT_MS,
   BASH_MAX_COMMAND_BYTES,
@@ -27,24 +27,15 @@ import {
   sandboxTurn,
   sandboxWorkspace,
 } from "./support/sandbox.ts";
-import { createStack, type EventCollector, eventually, type Stack } from "./support/stack.ts";
+import { type EventCollector, eventually } from "./support/stack.ts";
+import { useStack } from "./support/stack-fixture.ts";
 
 const FAST_DEFAULT_MS = 1500;
-let stack: Stack;
-
-beforeAll(async () => {
-  stack = await createStack("sandboxbash");
-  openStackDir(stack);
-  // Leases run on the host clock, which the prompt-timeout case moves by minutes.
-  stack.env.extra = {
-    PI_BASH_DEFAULT_TIMEOUT_MS: String(FAST_DEFAULT_MS),
-    PI_TURN_LEASE_MS: String(3600_000),
-  };
-  await stack.startHost();
-});
-
-afterAll(async () => {
-  await stack?.close();
+// Leases run on the host clock, which the prompt-timeout case moves by minutes.
+const stack = useStack("sandboxbash", {
+  extra: { PI_BASH_DEFAULT_TIMEOUT_MS: String(FAST_DEFAULT_MS), PI_TURN_LEASE_MS: String(3600_000) },
+  prepare: openStackDir,
+  host: true,
 });
 
 /** A setsid child, a backgrounded looping daemon and a long foreground command, all marked. */
@@ -388,20 +379,18 @@ describe("the sandbox runner directly", () => {
   it("a file tool on the workspace waits until its running Bash command ends", async () => {
     const ws = sandboxWorkspace(stack, "direct-lock");
     writeFileSync(path.join(ws, "a.txt"), "a\n");
-    const runner = createToolRunner({ workspaceRoot: ws });
-    // The runner reads the host's configuration from the environment: keep scratch in the stack.
-    const before = process.env.PI_DATA_DIR;
-    process.env.PI_DATA_DIR = stack.env.dataDir;
-    onTestFinished(() => {
-      if (before === undefined) delete process.env.PI_DATA_DIR;
-      else process.env.PI_DATA_DIR = before;
-    });
+    // Built once like the host's, with scratch in the stack; the workspace comes with each call.
+    const runner = createToolRunner({ sandbox: settings(), bashDefaultTimeoutMs: 60_000 });
     const order: string[] = [];
     const b = runner
-      .run("Bash", { command: "sleep 0.6; ln -s /etc/passwd a-link" }, { sessionId: "ses_directlock" })
+      .run(
+        "Bash",
+        { command: "sleep 0.6; ln -s /etc/passwd a-link" },
+        { workspaceRoot: ws, sessionId: "ses_directlock" },
+      )
       .then((r) => order.push(`bash:${r.isError}`));
     await new Promise((res) => setTimeout(res, 150));
-    const read = runner.run("Read", { path: "a-link" }).then(
+    const read = runner.run("Read", { path: "a-link" }, { workspaceRoot: ws }).then(
       () => order.push("read:ok"),
       (err: { code?: string }) => order.push(`read:${err.code}`),
     );

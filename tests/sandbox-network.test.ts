@@ -20,10 +20,11 @@ import type { ProjectView } from "../services/protocol/project-schemas.ts";
 import type { ToolExecuteResult, TurnAssignment } from "../services/protocol/schemas.ts";
 import { spawnTs } from "./support/processes.ts";
 import { openStackDir, processesWith, sandboxTurn, sandboxWorkspace } from "./support/sandbox.ts";
-import { createStack, eventually, type Stack } from "./support/stack.ts";
+import { eventually } from "./support/stack.ts";
+import { useStack } from "./support/stack-fixture.ts";
 import { executeTool } from "./support/worker-double.ts";
 
-let stack: Stack;
+const stack = useStack("sandboxnet", { prepare: openStackDir, host: true });
 let external: Server;
 let loopback: Server;
 let externalAddr = "";
@@ -47,9 +48,6 @@ function listen(host: string): Promise<Server> {
 }
 
 beforeAll(async () => {
-  stack = await createStack("sandboxnet");
-  openStackDir(stack);
-  await stack.startHost();
   external = await listen(hostAddress());
   externalAddr = `${hostAddress()}:${(external.address() as AddressInfo).port}`;
   loopback = await listen("127.0.0.1");
@@ -59,7 +57,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await new Promise((r) => external?.close(r));
   await new Promise((r) => loopback?.close(r));
-  await stack?.close();
 });
 
 /** The same probe run by the test itself, outside any sandbox (async: the listeners live in this process). */

@@ -3,7 +3,7 @@
 // who are neither owner nor approver are refused.
 import { existsSync } from "node:fs";
 import path from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { decodeJson } from "../services/protocol/envelope.ts";
 import type {
   ProjectView,
@@ -12,19 +12,10 @@ import type {
   ToolExecuteResult,
   TurnAssignment,
 } from "../services/protocol/schemas.ts";
-import { createStack, type Stack } from "./support/stack.ts";
+import { useStack } from "./support/stack-fixture.ts";
 import { promptAndClaim, refusalCode } from "./support/worker-double.ts";
 
-let stack: Stack;
-
-beforeAll(async () => {
-  stack = await createStack("bounds");
-  await stack.startHost();
-});
-
-afterAll(async () => {
-  await stack?.close();
-});
+const stack = useStack("bounds", { host: true });
 
 const codeOf = refusalCode;
 

@@ -5,7 +5,7 @@
 // the machine predicts. The test reports, for every transition, what drove it on the real host.
 import { writeFileSync } from "node:fs";
 import path from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { AppError } from "../services/protocol/app-error.ts";
 import type {
   ProjectView,
@@ -21,7 +21,8 @@ import {
   type Recorded,
   runModel,
 } from "./support/session-model.ts";
-import { createStack, eventually, type Stack } from "./support/stack.ts";
+import { eventually, type Stack } from "./support/stack.ts";
+import { useStack } from "./support/stack-fixture.ts";
 
 const STEP_OF: Record<string, string> = {
   prompting: "startTurn",
@@ -391,17 +392,7 @@ function createReplayer(stack: Stack) {
   return { replay };
 }
 
-let stack: Stack;
-
-beforeAll(async () => {
-  stack = await createStack("model");
-  stack.env.extra = { PI_TURN_LEASE_MS: String(4 * 3600 * 1000) };
-  await stack.startHost();
-});
-
-afterAll(async () => {
-  await stack?.close();
-});
+const stack = useStack("model", { extra: { PI_TURN_LEASE_MS: String(4 * 3600 * 1000) }, host: true });
 
 describe("session machine, model-based, against the real host", () => {
   it("drives every transition of the machine and the host agrees on replies, codes and rows", async () => {
@@ -445,17 +436,9 @@ describe("session machine, model-based, against the real host", () => {
 });
 
 describe("a deliberately broken host guard", () => {
-  let broken: Stack;
-  beforeAll(async () => {
-    broken = await createStack("broken");
-    broken.env.extra = {
-      PI_TURN_LEASE_MS: String(4 * 3600 * 1000),
-      PI_TEST_BREAK_GUARD: "prompt-while-parked",
-    };
-    await broken.startHost();
-  });
-  afterAll(async () => {
-    await broken?.close();
+  const broken = useStack("broken", {
+    extra: { PI_TURN_LEASE_MS: String(4 * 3600 * 1000), PI_TEST_BREAK_GUARD: "prompt-while-parked" },
+    host: true,
   });
 
   it("makes the replayed path 'prompt while a plan is pending' fail", async () => {

@@ -9,9 +9,12 @@ import { afterAll, describe, expect, it } from "vitest";
 import { createLogger } from "../services/protocol/log.ts";
 import { resolveNats, resolvePostgres } from "../services/start/infra.ts";
 import { reapAll, spawnTs } from "./support/processes.ts";
+import { useLeakCheck } from "./support/stack-fixture.ts";
 import { ADMIN_URL } from "./support/test-db.ts";
 import { freePort, NATS_URL, uniquePrefix } from "./support/test-nats.ts";
 
+// The processes these tests start are reaped by the afterAll below, before the leak check runs.
+useLeakCheck("start-embedded");
 const tempDirs: string[] = [];
 const leftoverPids: number[] = [];
 

@@ -2,10 +2,11 @@
 // into one session's actor (DESIGN §10) is restarted from the rows while 50 other sessions complete
 // turns; repeated past the bound it degrades only that session; an actor's throw never ends the host;
 // idle actors are passivated and re-activated on the next request.
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import type { ProjectView, SessionView } from "../services/protocol/schemas.ts";
 import { PROTOCOL_VERSION } from "../services/protocol/subjects.ts";
-import { createStack, eventually, type Stack } from "./support/stack.ts";
+import { eventually } from "./support/stack.ts";
+import { useStack } from "./support/stack-fixture.ts";
 import { refusalCode } from "./support/worker-double.ts";
 
 interface HostStatus {
@@ -19,27 +20,23 @@ interface HostStatus {
 }
 
 const PASSIVATE_AFTER_MS = 1000;
-let stack: Stack;
 let projectId: string;
 
-beforeAll(async () => {
-  stack = await createStack("supervision");
-  stack.env.extra = {
+const stack = useStack("supervision", {
+  extra: {
     PI_PASSIVATE_AFTER_MS: String(PASSIVATE_AFTER_MS),
     PI_ACTOR_MAX_RESTARTS: "3",
     PI_ACTOR_RESTART_WINDOW_MS: "60000",
     PI_WORKER_CONCURRENCY: "16",
-  };
-  await stack.startHost();
-  await stack.startWorker();
-  const project = await stack
-    .rpc("alice")
-    .call<ProjectView>("projects.create", { name: "supervision", workspaceRoot: stack.newWorkspace("ws") });
-  projectId = project.id;
-});
-
-afterAll(async () => {
-  await stack?.close();
+  },
+  host: true,
+  worker: true,
+  async setup(s) {
+    const project = await s
+      .rpc("alice")
+      .call<ProjectView>("projects.create", { name: "supervision", workspaceRoot: s.newWorkspace("ws") });
+    projectId = project.id;
+  },
 });
 
 const hook = <T>(name: string, params: unknown) => stack.hook<T>(name, params);

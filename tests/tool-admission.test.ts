@@ -6,23 +6,16 @@
 // call's retry (same toolCallId) succeeds.
 import { existsSync, readFileSync } from "node:fs";
 import path from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { AppError } from "../services/protocol/app-error.ts";
 import type { SessionEvent } from "../services/protocol/events.ts";
 import type { ProjectView, SessionView, TurnAssignment } from "../services/protocol/schemas.ts";
-import { createStack, type Stack } from "./support/stack.ts";
+import { useStack } from "./support/stack-fixture.ts";
 import { promptAndClaim, refusalCode, executeTool } from "./support/worker-double.ts";
 
-let stack: Stack;
-
-beforeAll(async () => {
-  stack = await createStack("tooladmit");
-  stack.env.extra = { PI_TOOLS_MAX_PER_SESSION: "1", PI_TOOLS_MAX_CONCURRENT: "64" };
-  await stack.startHost();
-});
-
-afterAll(async () => {
-  await stack?.close();
+const stack = useStack("tooladmit", {
+  extra: { PI_TOOLS_MAX_PER_SESSION: "1", PI_TOOLS_MAX_CONCURRENT: "64" },
+  host: true,
 });
 
 async function liveTurn(permissionMode: string) {

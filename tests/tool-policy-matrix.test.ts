@@ -11,7 +11,7 @@
 import { createHash } from "node:crypto";
 import { existsSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from "node:fs";
 import path from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import type { SessionEvent } from "../services/protocol/events.ts";
 import type {
   ProjectView,
@@ -22,35 +22,32 @@ import type {
 import { encodeJson } from "../services/protocol/envelope.ts";
 import { pluginWildcard } from "../services/protocol/subjects.ts";
 import { openStackDir, sandboxWorkspace } from "./support/sandbox.ts";
-import { createStack, type EventCollector, type Stack } from "./support/stack.ts";
+import type { EventCollector } from "./support/stack.ts";
+import { useStack } from "./support/stack-fixture.ts";
 import { promptAndClaim } from "./support/worker-double.ts";
 
-let stack: Stack;
-
-beforeAll(async () => {
-  stack = await createStack("toolmatrix");
-  openStackDir(stack);
-  stack.env.extra = { PI_TURN_LEASE_MS: "600000" };
-  await stack.startHost();
-  // Plugin `mx`, served by the test itself: one tool per risk, each echoing its call.
-  stack.nc.subscribe(pluginWildcard(stack.env.prefix, "mx"), {
-    callback: (_err, msg) => {
-      pluginCalls.push(new TextDecoder().decode(msg.data));
-      msg.respond(encodeJson({ result: { content: [{ type: "text", text: "echo" }] } }));
-    },
-  });
-  await stack.nc.flush();
-  const tool = (name: string, risk: string) => ({ name, description: name, parameters: {}, risk });
-  await stack.rpc("alice").call("plugins.register", {
-    manifest: {
-      id: "mx",
-      tools: [tool("mx_low", "low"), tool("mx_medium", "medium"), tool("mx_high", "high")],
-    },
-  });
-});
-
-afterAll(async () => {
-  await stack?.close();
+const stack = useStack("toolmatrix", {
+  extra: { PI_TURN_LEASE_MS: "600000" },
+  prepare: openStackDir,
+  host: true,
+  async setup(s) {
+    // Plugin `mx`, served by the test itself: one tool per risk, each echoing its call.
+    const served = s.nc.subscribe(pluginWildcard(s.env.prefix, "mx"), {
+      callback: (_err, msg) => {
+        pluginCalls.push(new TextDecoder().decode(msg.data));
+        msg.respond(encodeJson({ result: { content: [{ type: "text", text: "echo" }] } }));
+      },
+    });
+    await s.nc.flush();
+    const tool = (name: string, risk: string) => ({ name, description: name, parameters: {}, risk });
+    await s.rpc("alice").call("plugins.register", {
+      manifest: {
+        id: "mx",
+        tools: [tool("mx_low", "low"), tool("mx_medium", "medium"), tool("mx_high", "high")],
+      },
+    });
+    return () => served.unsubscribe();
+  },
 });
 
 type Mode = "agent" | "plan";

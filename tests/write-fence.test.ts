@@ -5,15 +5,15 @@
 // same host id runs its fence, A resumes and answers its first write HOST_FENCED with nothing
 // committed, then exits (code 3); the next incarnation serves normally.
 import pg from "pg";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { createClock } from "../services/host/clock.ts";
 import { createDb, isWriteFenced, WRITE_FENCED_SQLSTATE } from "../services/host/store/db.ts";
 import { migrateUp } from "../services/host/store/migrate.ts";
 import { runStartupFence } from "../services/host/store/startup-fence.ts";
 import type { ProjectView } from "../services/protocol/project-schemas.ts";
 import { startHost } from "./support/processes.ts";
-import { createStack, type Stack } from "./support/stack.ts";
-import { createTestDatabase, type TestDatabase } from "./support/test-db.ts";
+import { useStack } from "./support/stack-fixture.ts";
+import type { TestDatabase } from "./support/test-db.ts";
 import { refusalCode } from "./support/worker-double.ts";
 
 const silent = { info() {}, warn() {}, error() {}, debug() {} } as unknown as Parameters<
@@ -22,12 +22,11 @@ const silent = { info() {}, warn() {}, error() {}, debug() {} } as unknown as Pa
 
 describe("write fence in Postgres", () => {
   let tdb: TestDatabase;
-  beforeAll(async () => {
-    tdb = await createTestDatabase("writefence");
-    await migrateUp({ databaseUrl: tdb.url });
-  });
-  afterAll(async () => {
-    await tdb?.drop();
+  useStack("writefence", {
+    async setup(s) {
+      tdb = s.db;
+      await migrateUp({ databaseUrl: tdb.url });
+    },
   });
 
   /** A connection as host `hostId` incarnation `incarnation` would open it (db.ts writer options). */
@@ -146,14 +145,7 @@ describe("write fence in Postgres", () => {
 });
 
 describe("a superseded host process", () => {
-  let stack: Stack;
-  beforeAll(async () => {
-    stack = await createStack("writefenceproc");
-    stack.env.extra = { PI_HOST_ID: "fenced-host" };
-  }, 30_000);
-  afterAll(async () => {
-    await stack?.close();
-  });
+  const stack = useStack("writefenceproc", { extra: { PI_HOST_ID: "fenced-host" } });
 
   it("answers its first write HOST_FENCED with nothing committed, then exits; the newer incarnation serves", async () => {
     const a = await stack.startHost();

@@ -3,6 +3,7 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
+import { type Resource, track } from "./leaks.ts";
 
 export const REPO_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
 // node itself runs the entry with tsx's loader: the tsx CLI would put a wrapper process in
@@ -19,6 +20,8 @@ export interface ManagedProcess {
   /** SIGTERM, then SIGKILL after a grace period. */
   stop(graceMs?: number): Promise<void>;
   exited: Promise<number | null>;
+  /** Its entry in the leak record (tests/support/leaks.ts). */
+  resource: Resource;
 }
 
 const live = new Set<ManagedProcess>();
@@ -66,10 +69,17 @@ export function spawnTs(
     });
   }
   const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
+  const running = () => child.exitCode === null && child.signalCode === null;
   const proc: ManagedProcess = {
     child,
     lines,
     exited,
+    resource: track({
+      kind: "child process",
+      name: () => `${entry} (pid ${child.pid})`,
+      isOpen: running,
+      close: () => proc.kill(),
+    }),
     waitForEvent(event, timeoutMs = 30_000) {
       for (const line of lines) {
         try {
@@ -104,12 +114,12 @@ export function spawnTs(
       });
     },
     async kill() {
-      if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
+      if (running()) child.kill("SIGKILL");
       await exited;
       live.delete(proc);
     },
     async stop(graceMs = 5_000) {
-      if (child.exitCode === null && child.signalCode === null) {
+      if (running()) {
         child.kill("SIGTERM");
         const timer = setTimeout(() => child.kill("SIGKILL"), graceMs);
         await exited;

@@ -10,7 +10,8 @@ import type { SessionEvent } from "../../services/protocol/events.ts";
 import { createAgentClient, createRpcClient } from "../../services/protocol/rpc-client.ts";
 import { sessionEventsWildcard, testSubject } from "../../services/protocol/subjects.ts";
 import { createTestDatabase, type TestDatabase } from "./test-db.ts";
-import { connectNats, NATS_URL, uniquePrefix } from "./test-nats.ts";
+import type { Resource } from "./leaks.ts";
+import { connectNats, NATS_URL, natsResource, subscriptionResource, uniquePrefix } from "./test-nats.ts";
 import { type ManagedProcess, reapAll, type StackEnv, startHost, startWorker } from "./processes.ts";
 
 export interface Stack {
@@ -29,6 +30,11 @@ export interface Stack {
   /** A test hook of the host (PI_TEST_HOOKS=1): `<prefix>.test.<name>`. */
   hook<T = { now: number }>(name: string, body?: unknown): Promise<T>;
   events(sessionId: string, principal?: string): EventCollector;
+  /** What the stack opened and closes itself: connection, database, processes, collectors. */
+  owned(): Resource[];
+  /** Stops what the stack itself started: its event collectors, host and worker processes. */
+  release(): Promise<void>;
+  /** release(), then reaps every process, removes the stream and drops the database. */
   close(): Promise<void>;
 }
 
@@ -51,6 +57,7 @@ export async function createStack(label: string): Promise<Stack> {
     callLog: path.join(dir, "calls.jsonl"),
   };
   const subs: Subscription[] = [];
+  const procs: ManagedProcess[] = [];
   const stack: Stack = {
     db,
     nc,
@@ -62,12 +69,14 @@ export async function createStack(label: string): Promise<Stack> {
     agent: createAgentClient({ nc, prefix: env.prefix, timeoutMs: 10_000 }),
     async startHost() {
       const p = startHost(env);
+      procs.push(p);
       await p.waitForEvent("host.ready");
       stack.host = p;
       return p;
     },
     async startWorker() {
       const p = startWorker(env);
+      procs.push(p);
       await p.waitForEvent("worker.ready");
       stack.worker = p;
       return p;
@@ -133,8 +142,20 @@ export async function createStack(label: string): Promise<Stack> {
         stop: () => sub.unsubscribe(),
       };
     },
+    owned() {
+      return [
+        db.resource,
+        natsResource(nc),
+        ...procs.map((p) => p.resource),
+        ...subs.map((s) => subscriptionResource(s)),
+      ].filter((r): r is Resource => r !== undefined);
+    },
+    async release() {
+      for (const s of subs.splice(0)) s.unsubscribe();
+      await Promise.all(procs.splice(0).map((p) => p.kill()));
+    },
     async close() {
-      for (const s of subs) s.unsubscribe();
+      await stack.release();
       await reapAll();
       // The host's event stream outlives it on the shared NATS server: remove it.
       await jetstreamManager(nc)

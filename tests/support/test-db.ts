@@ -2,6 +2,7 @@
 // dropped after, so test files run in parallel without seeing each other's rows.
 import { randomBytes } from "node:crypto";
 import pg from "pg";
+import { type Resource, track } from "./leaks.ts";
 
 export const ADMIN_URL = process.env.DATABASE_URL || "postgres://postgres@127.0.0.1:5432/postgres";
 
@@ -15,6 +16,8 @@ export interface TestDatabase {
   name: string;
   url: string;
   pool: pg.Pool;
+  /** Its entry in the leak record: open until drop(). */
+  resource: Resource;
   drop(): Promise<void>;
 }
 
@@ -30,19 +33,55 @@ export async function createTestDatabase(label: string): Promise<TestDatabase> {
   const url = databaseUrlFor(name);
   const pool = new pg.Pool({ connectionString: url, max: 4 });
   pool.on("error", () => {});
-  return {
+  // A client checked out and never released dies with the forced drop: that must not crash the file.
+  pool.on("connect", (client) => client.on("error", () => {}));
+  let dropped = false;
+  const checkedOut = () => (pool.ended ? 0 : pool.totalCount - pool.idleCount);
+  const dropDatabase = async () => {
+    const c = new pg.Client({ connectionString: ADMIN_URL });
+    await c.connect();
+    try {
+      await c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+    } finally {
+      await c.end();
+    }
+  };
+  const db: TestDatabase = {
     name,
     url,
     pool,
+    resource: { kind: "test database", name: () => name, isOpen: () => !dropped, close: () => db.drop() },
     async drop() {
-      await pool.end();
-      const c = new pg.Client({ connectionString: ADMIN_URL });
-      await c.connect();
-      try {
-        await c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
-      } finally {
-        await c.end();
+      if (dropped) return;
+      dropped = true;
+      // pool.end() waits for checked-out clients: a leaked one is cut off by the forced drop, and
+      // the pool, which would wait for its release forever, is left to end on its own.
+      if (checkedOut() > 0) {
+        await dropDatabase();
+        void pool.end().catch(() => {});
+      } else {
+        await pool.end();
+        await dropDatabase();
       }
     },
   };
+  track(db.resource);
+  track({
+    kind: "pg client",
+    name: () => `${checkedOut()} checked out of the pool of ${name} and not released`,
+    isOpen: () => !dropped && checkedOut() > 0,
+    close: () => db.drop(),
+  });
+  return db;
+}
+
+/** Whether a database of this name exists on the admin server (a dropped test database must not). */
+export async function databaseExists(name: string): Promise<boolean> {
+  const c = new pg.Client({ connectionString: ADMIN_URL });
+  await c.connect();
+  try {
+    return (await c.query("SELECT 1 FROM pg_database WHERE datname = $1", [name])).rowCount === 1;
+  } finally {
+    await c.end();
+  }
 }

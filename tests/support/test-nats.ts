@@ -5,8 +5,9 @@ import { randomBytes } from "node:crypto";
 import { mkdtempSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { connect, type NatsConnection } from "@nats-io/transport-node";
+import { connect, type NatsConnection, type Subscription } from "@nats-io/transport-node";
 import { freeLoopbackPort } from "../../services/start/infra.ts";
+import { type Resource, track } from "./leaks.ts";
 
 export const NATS_URL = process.env.NATS_URL || "nats://127.0.0.1:4222";
 
@@ -14,8 +15,58 @@ export function uniquePrefix(label: string): string {
   return `t${label.replace(/[^a-z0-9]/gi, "").slice(0, 12)}${randomBytes(4).toString("hex")}`;
 }
 
-export function connectNats(url = NATS_URL): Promise<NatsConnection> {
-  return connect({ servers: url, name: "pihost-test" });
+const connections = new WeakMap<NatsConnection, Resource>();
+const subscriptions = new WeakMap<Subscription, Resource>();
+
+/** The leak-record entry of a connection made by connectNats. */
+export function natsResource(nc: NatsConnection): Resource | undefined {
+  return connections.get(nc);
+}
+
+/** The leak-record entry of a subscription made on a connection from connectNats. */
+export function subscriptionResource(sub: Subscription): Resource | undefined {
+  return subscriptions.get(sub);
+}
+
+/** A connection whose subscriptions (made with nc.subscribe) are recorded for the leak check. */
+export async function connectNats(url = NATS_URL): Promise<NatsConnection> {
+  const nc = await connect({ servers: url, name: "pihost-test" });
+  connections.set(
+    nc,
+    track({
+      kind: "NATS connection",
+      name: () => url,
+      isOpen: () => !nc.isClosed(),
+      close: () => nc.close(),
+    }),
+  );
+  const subscribe = nc.subscribe.bind(nc);
+  nc.subscribe = (subject, opts) => {
+    const sub = subscribe(subject, opts);
+    // An iterator subscription reports isClosed() only once iterated: note the unsubscribe itself.
+    let ended = false;
+    const unsubscribe = sub.unsubscribe.bind(sub);
+    sub.unsubscribe = (max) => {
+      if (max === undefined) ended = true;
+      unsubscribe(max);
+    };
+    const drain = sub.drain.bind(sub);
+    sub.drain = () => {
+      ended = true;
+      return drain();
+    };
+    subscriptions.set(
+      sub,
+      track({
+        kind: "NATS subscription",
+        name: () => subject,
+        isOpen: () => !ended && !sub.isClosed() && !nc.isClosed(),
+        close: async () => sub.unsubscribe(),
+      }),
+    );
+    return sub;
+  };
+  return nc;
 }
 
 export const freePort = freeLoopbackPort;
@@ -38,6 +89,20 @@ export async function startPrivateNats(): Promise<PrivateNats> {
     },
   );
   const url = `nats://127.0.0.1:${port}`;
+  const stop = async () => {
+    if (child.exitCode === null && child.signalCode === null) {
+      const exited = new Promise((r) => child.once("exit", r));
+      child.kill("SIGKILL");
+      await exited;
+    }
+    rmSync(dir, { recursive: true, force: true });
+  };
+  track({
+    kind: "child process",
+    name: () => `nats-server on port ${port} (pid ${child.pid})`,
+    isOpen: () => child.exitCode === null && child.signalCode === null,
+    close: stop,
+  });
   const deadline = Date.now() + 10_000;
   for (;;) {
     try {
@@ -49,16 +114,5 @@ export async function startPrivateNats(): Promise<PrivateNats> {
       await new Promise((r) => setTimeout(r, 50));
     }
   }
-  return {
-    url,
-    port,
-    async stop() {
-      if (child.exitCode === null) {
-        const exited = new Promise((r) => child.once("exit", r));
-        child.kill("SIGKILL");
-        await exited;
-      }
-      rmSync(dir, { recursive: true, force: true });
-    },
-  };
+  return { url, port, stop };
 }
