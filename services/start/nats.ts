@@ -13,6 +13,7 @@ import {
   READY_TIMEOUT_MS,
   type ResolvedService,
   redactUrl,
+  superviseChild,
   tail,
 } from "./resolved-service.ts";
 
@@ -84,20 +85,9 @@ async function spawnNats(bin: string, storeDir: string, log: Logger): Promise<Re
     detached: true, // own process group, like embedded Postgres: stopped last, by us
     stdio: ["ignore", "pipe", "pipe"],
   });
-  child.stdout?.setEncoding("utf8").on("data", output.push);
-  child.stderr?.setEncoding("utf8").on("data", output.push);
-  child.once("error", (err) => output.push(String(err)));
-  const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
-  const killOnExit = () => child.kill("SIGTERM");
-  process.on("exit", killOnExit);
+  const stopChild = superviseChild(child, output, { signal: "SIGTERM", killAfterMs: 10_000 });
   const stop = async () => {
-    process.off("exit", killOnExit);
-    if (child.exitCode === null && child.signalCode === null) {
-      child.kill("SIGTERM");
-      const timer = setTimeout(() => child.kill("SIGKILL"), 10_000);
-      await exited;
-      clearTimeout(timer);
-    }
+    await stopChild();
     log.info("infra.nats_stopped", { url });
   };
   const deadline = Date.now() + READY_TIMEOUT_MS;

@@ -16,6 +16,7 @@ import {
   READY_TIMEOUT_MS,
   type ResolvedService,
   redactUrl,
+  superviseChild,
   tail,
 } from "./resolved-service.ts";
 
@@ -262,22 +263,10 @@ async function startEmbeddedPostgres(dataDir: string, log: Logger): Promise<Reso
     ["-D", pgDir, "-p", String(port), "-c", "listen_addresses=127.0.0.1", "-c", "unix_socket_directories="],
     { ...ids, detached: true, stdio: ["ignore", "pipe", "pipe"] },
   );
-  child.stdout?.setEncoding("utf8").on("data", output.push);
-  child.stderr?.setEncoding("utf8").on("data", output.push);
-  const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
-  child.once("error", (err) => output.push(String(err)));
-  const killOnExit = () => child.kill("SIGINT");
-  process.on("exit", killOnExit);
-
+  // SIGINT is Postgres's fast shutdown: open sessions end, the cluster is written consistently.
+  const stopChild = superviseChild(child, output, { signal: "SIGINT", killAfterMs: 20_000 });
   const stop = async () => {
-    process.off("exit", killOnExit);
-    if (child.exitCode === null && child.signalCode === null) {
-      // SIGINT is Postgres's fast shutdown: open sessions end, the cluster is written consistently.
-      child.kill("SIGINT");
-      const timer = setTimeout(() => child.kill("SIGKILL"), 20_000);
-      await exited;
-      clearTimeout(timer);
-    }
+    await stopChild();
     log.info("infra.postgres_stopped", { dataDir: pgDir });
   };
 

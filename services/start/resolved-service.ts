@@ -1,5 +1,6 @@
 // What the launcher's service resolution shares: the resolved service, URL redaction for logs, a free
-// loopback port, the bounded output tail of a child process.
+// loopback port, the bounded output tail of a child process and the way a started server is stopped.
+import type { ChildProcess } from "node:child_process";
 import net from "node:net";
 
 export interface ResolvedService {
@@ -52,5 +53,31 @@ export function tail(max = 40) {
       }
     },
     text: () => lines.join("\n"),
+  };
+}
+
+/**
+ * Watches a server the launcher started: its output goes to `output`, it is signalled if this process
+ * exits, and `stop()` sends `signal`, then SIGKILL after killAfterMs, and resolves once it is gone.
+ */
+export function superviseChild(
+  child: ChildProcess,
+  output: ReturnType<typeof tail>,
+  opts: { signal: NodeJS.Signals; killAfterMs: number },
+): () => Promise<void> {
+  child.stdout?.setEncoding("utf8").on("data", output.push);
+  child.stderr?.setEncoding("utf8").on("data", output.push);
+  child.once("error", (err) => output.push(String(err)));
+  const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
+  const killOnExit = () => child.kill(opts.signal);
+  process.on("exit", killOnExit);
+  return async () => {
+    process.off("exit", killOnExit);
+    if (child.exitCode === null && child.signalCode === null) {
+      child.kill(opts.signal);
+      const timer = setTimeout(() => child.kill("SIGKILL"), opts.killAfterMs);
+      await exited;
+      clearTimeout(timer);
+    }
   };
 }
