@@ -11,6 +11,8 @@ export const ErrorCode = {
   PROJECT_VERSION_CONFLICT: "PROJECT_VERSION_CONFLICT",
   SESSION_NOT_FOUND: "SESSION_NOT_FOUND",
   WORKSPACE_NOT_ALLOWED: "WORKSPACE_NOT_ALLOWED",
+  PROJECT_ROOT_OVERLAPS: "PROJECT_ROOT_OVERLAPS",
+  WORKSPACE_NOT_USABLE: "WORKSPACE_NOT_USABLE",
   AGENT_BUSY: "AGENT_BUSY",
   HOST_OVERLOADED: "HOST_OVERLOADED",
   SESSION_DEGRADED: "SESSION_DEGRADED",
@@ -40,6 +42,7 @@ export const ErrorCode = {
   WORKSPACE_PATH_DENIED: "WORKSPACE_PATH_DENIED",
   FILE_NOT_FOUND: "FILE_NOT_FOUND",
   FILE_IS_BINARY: "FILE_IS_BINARY",
+  FILE_NOT_READABLE: "FILE_NOT_READABLE",
   EDIT_NO_MATCH: "EDIT_NO_MATCH",
   EDIT_NOT_UNIQUE: "EDIT_NOT_UNIQUE",
   PLAN_NOT_ACTIVE: "PLAN_NOT_ACTIVE",
@@ -93,6 +96,15 @@ export const errorCodeInfo: Record<ErrorCode, ErrorCodeInfo> = {
   WORKSPACE_NOT_ALLOWED: {
     retriable: false,
     message: "The workspace root is not an existing directory under a configured root.",
+  },
+  PROJECT_ROOT_OVERLAPS: {
+    retriable: false,
+    message: "The project root is, contains or lies inside another project's root.",
+  },
+  WORKSPACE_NOT_USABLE: {
+    retriable: false,
+    message:
+      "The sandbox user cannot read, write and enter the workspace; grant it access (or let the host: PI_SANDBOX_GRANT_ACL=1).",
   },
   AGENT_BUSY: {
     retriable: true,
@@ -162,6 +174,10 @@ export const errorCodeInfo: Record<ErrorCode, ErrorCodeInfo> = {
   },
   FILE_NOT_FOUND: { retriable: false, message: "No such file in the workspace." },
   FILE_IS_BINARY: { retriable: false, message: "Read refuses binary files." },
+  FILE_NOT_READABLE: {
+    retriable: false,
+    message: "The sandbox user may not read (or write) that file; the host never reads it for the agent.",
+  },
   EDIT_NO_MATCH: { retriable: false, message: "Edit's old text does not occur in the file." },
   EDIT_NOT_UNIQUE: { retriable: false, message: "Edit's old text occurs more than once." },
   PLAN_NOT_ACTIVE: { retriable: false, message: "ExitPlanMode outside an active Plan turn." },

@@ -1,6 +1,6 @@
 // The bubblewrap sandbox every program a tool runs goes through (docs/operations.md "The Bash sandbox"):
 // bwrap as the unprivileged sandbox user, own namespaces, a fixed read-only system part, the workspace
-// writable and `.pi/plan` read-only; the network part is sandbox-network.ts.
+// writable and `.pi` read-only; the network part is sandbox-network.ts, the bounds sandbox-limits.ts.
 import { type ChildProcess, execFile, spawn } from "node:child_process";
 import { closeSync, constants, existsSync, lstatSync, openSync, promises as fs } from "node:fs";
 import net from "node:net";
@@ -8,6 +8,8 @@ import os from "node:os";
 import path from "node:path";
 import type { Readable } from "node:stream";
 import { AppError } from "../../protocol/app-error.ts";
+import { sealedPiDir } from "./plan-dir.ts";
+import { type AttachedLimits, type SandboxLimits, sandboxLimits } from "./sandbox-limits.ts";
 import { prepareNetworkEtc, startSlirp } from "./sandbox-network.ts";
 import {
   asUser,
@@ -63,6 +65,30 @@ export function sandboxSettingsFromEnv(env: NodeJS.ProcessEnv = process.env): Sa
   };
 }
 
+/**
+ * The sandbox's own /etc files the host writes (`<PI_DATA_DIR>/sandbox-etc`, 0755, files 0444):
+ * a git configuration that trusts whatever workspace the sandbox is given (`safe.directory`), since
+ * inside a sandbox there is only the one workspace.
+ */
+async function prepareSandboxEtc(dataDir: string): Promise<string> {
+  const dir = path.join(dataDir, "sandbox-etc");
+  if (preparedEtc.has(dir)) return dir;
+  await fs.mkdir(dir, { recursive: true, mode: 0o755 });
+  await fs.chmod(dir, 0o755);
+  const file = path.join(dir, "gitconfig");
+  const body = "[safe]\n\tdirectory = *\n";
+  const current = await fs.readFile(file, "utf8").catch(() => null);
+  if (current !== body) {
+    const tmp = `${file}.${process.pid}.tmp`;
+    await fs.writeFile(tmp, body, { mode: 0o444 });
+    await fs.rename(tmp, file);
+  }
+  await fs.chmod(file, 0o444);
+  preparedEtc.add(dir);
+  return dir;
+}
+const preparedEtc = new Set<string>();
+
 export function findProgram(name: string): string | null {
   for (const dir of SYSTEM_DIRS) {
     const p = path.join(dir, name);
@@ -78,6 +104,12 @@ export interface SandboxSpec {
   settings: SandboxSettings;
   /** The project allows network: user-mode networking through slirp4netns. */
   network?: boolean;
+  /** Host files or folders bound read-only at their own path (the file helper's program). */
+  roBinds?: readonly string[];
+  /** Variables set inside besides PATH, HOME, TMPDIR and LANG. */
+  setenv?: Readonly<Record<string, string>>;
+  /** Give the command a pipe on stdin (`SandboxProcess.stdin`); otherwise stdin is /dev/null. */
+  stdin?: boolean;
 }
 
 export interface SandboxProcess {
@@ -91,6 +123,8 @@ export interface SandboxProcess {
   /** The command's stdout and stderr (FIFOs, so /dev/stdout and /dev/stderr open inside). */
   stdout: Readable;
   stderr: Readable;
+  /** The command's stdin when the spec asked for a pipe. */
+  stdin: NodeJS.WritableStream | null;
   /** Resolves when both streams reached their end (every writer in the sandbox is gone). */
   outputEnded: Promise<void>;
   user: SandboxUser;
@@ -152,17 +186,6 @@ export async function prepareScratch(settings: SandboxSettings, sessionId: strin
   return dir;
 }
 
-/** `<workspace>/.pi/plan` exists before every run so it is always bound read-only. */
-async function preparePlanDir(workspace: string): Promise<string> {
-  const plan = path.join(workspace, ".pi", "plan");
-  await fs.mkdir(plan, { recursive: true });
-  const st = await fs.lstat(plan);
-  const real = await fs.realpath(plan);
-  if (!st.isDirectory() || real !== plan)
-    throw sandboxUnavailable(".pi/plan in the workspace is not a plain folder", { path: plan });
-  return plan;
-}
-
 /**
  * The sandbox's /dev: the harmless character devices bound from the host, the fd links and a
  * private /dev/shm. Not bwrap's `--dev`: its devpts needs uid 0 inside, so bwrap would nest a second
@@ -199,22 +222,29 @@ export function systemBinds(extraEtc: string[] = []): string[] {
 }
 
 function bwrapArgs(
-  workspace: string,
+  spec: SandboxSpec,
   scratch: string,
-  plan: string,
-  command: string,
+  piDir: string,
   netEtc: string | null,
+  sandboxEtc: string,
 ): string[] {
+  const { workspace, command } = spec;
   const args = systemBinds();
+  // git trusts the workspace it is given (safe.directory), whoever owns its files.
+  args.push("--ro-bind", path.join(sandboxEtc, "gitconfig"), "/etc/gitconfig");
   // With network, name resolution goes to slirp4netns's forwarder (host-written resolv.conf, hosts).
   if (netEtc) {
     for (const f of ["resolv.conf", "hosts"]) args.push("--ro-bind", path.join(netEtc, f), `/etc/${f}`);
   }
   // The private /tmp comes before the binds: a tmpfs over a parent would hide binds made before it.
   args.push("--tmpfs", "/tmp", "--proc", "/proc", ...deviceBinds());
-  args.push("--bind", workspace, workspace, "--ro-bind", plan, plan, "--bind", scratch, scratch);
+  // `.pi` is the host's (plan files, pi's own settings): read-only, so it cannot be renamed,
+  // replaced, chmod-ed or linked from inside (docs/security.md).
+  args.push("--bind", workspace, workspace, "--ro-bind", piDir, piDir, "--bind", scratch, scratch);
+  for (const p of spec.roBinds ?? []) args.push("--ro-bind", p, p);
   args.push("--chdir", workspace, "--clearenv", "--setenv", "PATH", "/usr/bin:/bin");
   args.push("--setenv", "HOME", scratch, "--setenv", "TMPDIR", "/tmp", "--setenv", "LANG", "C.UTF-8");
+  for (const [k, v] of Object.entries(spec.setenv ?? {})) args.push("--setenv", k, v);
   args.push("--json-status-fd", "3", "--", "/bin/bash", "-c", STARTER, "bash", command);
   return args;
 }
@@ -225,7 +255,7 @@ function bwrapArgs(
  * namespaces and `--die-with-parent`: killing bwrap or the sandbox's first process ends every
  * descendant. The sandbox sees an empty environment plus a fixed PATH and HOME, /usr and a few /etc
  * files read-only, a private /tmp, /proc and /dev, the workspace writable at its own host path, the
- * session's scratch folder writable and `<workspace>/.pi/plan` read-only. The command waits at a
+ * session's scratch folder writable and `<workspace>/.pi` read-only. The command waits at a
  * gate inside until the host has finished the setup (the network configured) and sends the go byte:
  * a host that dies before that closes the gate, and the command never runs. Throws SANDBOX_UNAVAILABLE when bwrap, setpriv or (for a
  * project with network) slirp4netns is missing, the user does not exist, or the folders cannot be
@@ -247,11 +277,15 @@ export async function startSandbox(spec: SandboxSpec): Promise<SandboxProcess> {
     );
   const user = await lookupSandboxUser(spec.settings.user);
   let scratch: string;
-  let plan: string;
+  let piDir: string;
+  let sandboxEtc: string;
   let netEtc: string | null = null;
+  let limits: SandboxLimits;
   try {
     scratch = await prepareScratch(spec.settings, spec.sessionId, user);
-    plan = await preparePlanDir(spec.workspace);
+    piDir = await sealedPiDir(spec.workspace);
+    sandboxEtc = await prepareSandboxEtc(spec.settings.dataDir);
+    limits = await sandboxLimits(spec.settings);
     if (spec.network) netEtc = await prepareNetworkEtc(spec.settings.dataDir);
   } catch (err) {
     if (err instanceof AppError) throw err;
@@ -260,11 +294,11 @@ export async function startSandbox(spec: SandboxSpec): Promise<SandboxProcess> {
   const out = await outputFifos(user);
   let child: ChildProcess;
   try {
-    child = spawn(
-      setpriv,
-      [...asUser(user), bwrap, ...bwrapArgs(spec.workspace, scratch, plan, spec.command, netEtc)],
-      { stdio: ["ignore", out.write[0], out.write[1], "pipe", "pipe", "pipe"], env: {}, cwd: "/" },
-    );
+    child = spawn(setpriv, [...asUser(user), bwrap, ...bwrapArgs(spec, scratch, piDir, netEtc, sandboxEtc)], {
+      stdio: [spec.stdin ? "pipe" : "ignore", out.write[0], out.write[1], "pipe", "pipe", "pipe"],
+      env: {},
+      cwd: "/",
+    });
   } catch (err) {
     // exec refused the arguments (E2BIG) or the program: nothing started.
     for (const stream of out.read) stream.destroy();
@@ -290,6 +324,7 @@ export async function startSandbox(spec: SandboxSpec): Promise<SandboxProcess> {
   let pid: number | null = null;
   let failure: string | null = null;
   let slirpProc: ChildProcess | null = null;
+  let attached: AttachedLimits | null = null;
   const tearDown = (reason: string) => {
     failure ??= reason;
     if (pid) {
@@ -299,17 +334,29 @@ export async function startSandbox(spec: SandboxSpec): Promise<SandboxProcess> {
     }
     child.kill("SIGKILL");
   };
-  // Without network nothing else is set up: the go byte waits in the socket for the gate.
-  if (!slirp) gate.write(GO);
+  // Once bwrap reports the sandbox's first process: both go into the sandbox's own bounds (cgroup,
+  // oom_score_adj; sandbox-limits.ts), the network is set up, and only then the gate opens. Every
+  // process the command starts is a descendant of that first one, so it inherits the bounds.
   const onFirstPid = (firstPid: number) => {
-    if (!slirp) return;
-    const s = startSlirp(setpriv, slirp, user, firstPid);
-    slirpProc = s.proc;
-    s.ready.then(
+    const bounded = limits.attach([child.pid ?? firstPid, firstPid], spec.sessionId).then((a) => {
+      attached = a;
+      if (child.exitCode !== null || child.signalCode !== null) void a.release();
+    });
+    const network = slirp
+      ? bounded.then(() => {
+          const s = startSlirp(setpriv, slirp, user, firstPid);
+          slirpProc = s.proc;
+          return s.ready.catch((err: Error) => {
+            throw new Error(`network setup failed: ${err.message}`);
+          });
+        })
+      : bounded;
+    network.then(
       () => {
         if (!failure) gate.write(GO);
       },
-      (err: Error) => tearDown(`network setup failed: ${err.message}`),
+      (err: Error) =>
+        tearDown(err.message.startsWith("network") ? err.message : `sandbox limits: ${err.message}`),
     );
   };
   // bwrap writes one JSON object per line; only complete lines are read (a pid cut in half is not a pid).
@@ -351,11 +398,24 @@ export async function startSandbox(spec: SandboxSpec): Promise<SandboxProcess> {
   });
   child.on("close", () => {
     gate.end();
+    void (attached as AttachedLimits | null)?.release();
     const sp = slirpProc as ChildProcess | null;
     if (sp) {
       (sp.stdio[4] as NodeJS.WritableStream).end();
       sp.kill("SIGKILL");
     }
   });
-  return { child, started, user, firstPid: () => pid, failure: () => failure, stdout, stderr, outputEnded };
+  const stdin = spec.stdin ? (child.stdin ?? null) : null;
+  stdin?.on("error", () => {});
+  return {
+    child,
+    started,
+    user,
+    firstPid: () => pid,
+    failure: () => failure,
+    stdout,
+    stderr,
+    stdin,
+    outputEnded,
+  };
 }
