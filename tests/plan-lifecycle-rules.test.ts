@@ -11,6 +11,7 @@ import type {
   ToolExecuteResult,
   TurnAssignment,
 } from "../services/protocol/schemas.ts";
+import { hostPlanDir } from "./support/plans.ts";
 import { eventually } from "./support/stack.ts";
 import { useStack } from "./support/stack-fixture.ts";
 import { promptAndClaim, refusalCode } from "./support/worker-double.ts";
@@ -105,7 +106,7 @@ describe("submission (ExitPlanMode)", () => {
     const { now } = await hook("clock.set", { now: Date.parse("2026-12-01T10:00:00.000Z") });
     // The clock keeps running from the set time (a millisecond may pass before the reply).
     expect(now - Date.parse("2026-12-01T10:00:00.000Z")).toBeLessThan(500);
-    mkdirSync(path.join(ws, ".pi/plan"), { recursive: true });
+    hostPlanDir(ws);
     const base = "collide-20261201-100000Z";
     writeFileSync(path.join(ws, ".pi/plan", `${base}.md`), "taken");
     for (let n = 2; n <= 50; n++) writeFileSync(path.join(ws, ".pi/plan", `${base}-${n}.md`), "taken");
@@ -327,7 +328,7 @@ describe("deadline, approvers, execution", () => {
 
   it("reports plan files no row names at start, and never uses them", async () => {
     const { ws } = await planSession();
-    mkdirSync(path.join(ws, ".pi/plan"), { recursive: true });
+    hostPlanDir(ws);
     writeFileSync(path.join(ws, ".pi/plan", "left-by-a-crash-20261201-000000Z.md"), "# orphan\n");
     await stack.host!.stop();
     const host = await stack.startHost();

@@ -1,9 +1,25 @@
 // Helpers for the plan lifecycle suites (crash points, races, changed plan file): scripted Plan
 // sessions, waiting for a submitted proposal, row reads and the worker's own log lines.
+import { execFileSync } from "node:child_process";
+import { chmodSync, mkdirSync } from "node:fs";
 import path from "node:path";
 import type { SessionEvent } from "../../services/protocol/events.ts";
 import type { ProjectView, ScriptStep, SessionView } from "../../services/protocol/schemas.ts";
 import { type EventCollector, eventually, type Stack } from "./stack.ts";
+
+/**
+ * `<ws>/.pi/plan` made by hand as the host makes it (docs/operations.md "The plan folder"): 0755
+ * folders with no ACL entry (a granted workspace's default ACL would otherwise be inherited).
+ */
+export function hostPlanDir(ws: string): string {
+  const plan = path.join(ws, ".pi", "plan");
+  mkdirSync(plan, { recursive: true });
+  for (const dir of [path.dirname(plan), plan]) {
+    execFileSync("setfacl", ["-b", "-k", dir]);
+    chmodSync(dir, 0o755);
+  }
+  return plan;
+}
 
 export const exitPlanStep = (title: string, markdown = `# ${title}\n\n1. Do it.\n`): ScriptStep => ({
   toolCalls: [{ name: "ExitPlanMode", args: { title, markdown, question: `${title}?` } }],

@@ -1,14 +1,18 @@
 // Reports plan files that no approval row names (a crash between writing the file and committing
 // the row). They are never used: nothing reads a plan file except through its row. Run at start.
-import { promises as fs } from "node:fs";
-import path from "node:path";
+// The listing of each workspace's `.pi/plan` comes from the caller (the sandboxed file helper):
+// this scan never opens a workspace folder itself.
 import type { Logger } from "../../protocol/log.ts";
 import type { Db } from "./db.ts";
 import { PLAN_DIR } from "./plan-artifact.ts";
 
+/** The names of the files in `<workspaceRoot>/.pi/plan` (not paths); a missing folder lists none. */
+export type ListPlanFiles = (workspaceRoot: string) => Promise<string[]>;
+
 export async function reportOrphanArtifacts(deps: {
   db: Db;
   log: Logger;
+  listPlanFiles: ListPlanFiles;
 }): Promise<Array<{ projectId: string; path: string }>> {
   const projects = await deps.db.query("SELECT id, workspace_root FROM projects ORDER BY id");
   const known = await deps.db.query(
@@ -20,18 +24,27 @@ export async function reportOrphanArtifacts(deps: {
     ),
   );
   const orphans: Array<{ projectId: string; path: string }> = [];
+  const unlisted: Array<{ projectId: string; reason: string }> = [];
   for (const { id, workspace_root } of projects.rows as Array<{ id: string; workspace_root: string }>) {
-    const dir = path.join(workspace_root, PLAN_DIR);
-    const entries = await fs.readdir(dir, { withFileTypes: true }).catch(() => []);
-    for (const e of entries) {
-      if (!e.isFile() || !e.name.endsWith(".md")) continue;
-      const rel = path.posix.join(".pi", "plan", e.name);
+    let names: string[];
+    try {
+      // Guarded until every caller passes a listing (a missing one lists nothing, reported as unlisted).
+      if (typeof deps.listPlanFiles !== "function") throw new Error("no plan-file listing was given");
+      names = await deps.listPlanFiles(workspace_root);
+    } catch (err) {
+      unlisted.push({ projectId: id, reason: (err as Error).message });
+      continue;
+    }
+    for (const name of names) {
+      if (!name.endsWith(".md") || name.includes("/")) continue;
+      const rel = `${PLAN_DIR}/${name}`;
       if (!recorded.has(`${id}\u0000${rel}`)) orphans.push({ projectId: id, path: rel });
     }
   }
-  deps.log[orphans.length ? "warn" : "info"]("host.orphan_artifacts", {
+  deps.log[orphans.length || unlisted.length ? "warn" : "info"]("host.orphan_artifacts", {
     count: orphans.length,
     orphans: orphans.slice(0, 100),
+    unlisted: unlisted.slice(0, 100),
   });
   return orphans;
 }

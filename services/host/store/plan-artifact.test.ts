@@ -1,20 +1,24 @@
-// The plan artifact writer: exact bytes, exclusive names with a bounded suffix, and refusal of a
-// `.pi` or `.pi/plan` that is a symlink or not a directory, before any file is written.
+// The plan artifact writer and reader: exact bytes, 0444, exclusive names with a bounded suffix,
+// refusal of an unsafe `.pi` or `.pi/plan` before any file is written, and reads that refuse a
+// symlinked or non-regular file with a stable code (never INTERNAL).
 import { createHash } from "node:crypto";
 import {
+  chmodSync,
   mkdirSync,
   mkdtempSync,
   readdirSync,
   readFileSync,
   rmSync,
+  statSync,
   symlinkSync,
+  unlinkSync,
   writeFileSync,
 } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { AppError } from "../../protocol/app-error.ts";
-import { MAX_PLAN_BYTES, planSlug, writePlanArtifact } from "./plan-artifact.ts";
+import { MAX_PLAN_BYTES, planSlug, readPlanArtifact, writePlanArtifact } from "./plan-artifact.ts";
 
 const dirs: string[] = [];
 const tmp = () => {
@@ -46,6 +50,10 @@ describe("writePlanArtifact", () => {
     expect(bytes.equals(Buffer.from(markdown, "utf8"))).toBe(true);
     expect(a.sha256).toBe(createHash("sha256").update(bytes).digest("hex"));
     expect(a.byteSize).toBe(bytes.byteLength);
+    expect(statSync(path.join(ws, a.relativePath)).mode & 0o777).toBe(0o444);
+    expect((await readPlanArtifact(ws, a.relativePath)).equals(bytes)).toBe(true);
+    await a.remove();
+    expect(readdirSync(path.join(ws, ".pi/plan"))).toEqual([]);
   });
 
   it("never replaces a file: collisions get a numeric suffix, with a bound", async () => {
@@ -79,7 +87,34 @@ describe("writePlanArtifact", () => {
     expect(await code(writePlanArtifact({ workspaceRoot: ws3, title: "t", markdown: "m", now }))).toBe(
       "PLAN_ARTIFACT_PATH_UNSAFE",
     );
+    const ws4 = tmp();
+    await writePlanArtifact({ workspaceRoot: ws4, title: "t", markdown: "m", now });
+    chmodSync(path.join(ws4, ".pi/plan"), 0o777);
+    expect(await code(writePlanArtifact({ workspaceRoot: ws4, title: "u", markdown: "m", now }))).toBe(
+      "PLAN_ARTIFACT_PATH_UNSAFE",
+    );
+    expect(readdirSync(path.join(ws4, ".pi/plan"))).toHaveLength(1);
+    expect(statSync(path.join(ws4, ".pi/plan")).mode & 0o777).toBe(0o777); // nothing repaired
     expect(readdirSync(outside)).toEqual([]);
+  });
+
+  it("reads refuse a symlinked, non-regular, escaping or missing artifact with a stable code", async () => {
+    const ws = tmp();
+    const a = await writePlanArtifact({ workspaceRoot: ws, title: "t", markdown: "m", now });
+    const file = path.join(ws, a.relativePath);
+    unlinkSync(file);
+    expect(await code(readPlanArtifact(ws, a.relativePath))).toBe("FILE_NOT_FOUND");
+    symlinkSync("/etc/passwd", file);
+    expect(await code(readPlanArtifact(ws, a.relativePath))).toBe("PLAN_ARTIFACT_PATH_UNSAFE");
+    unlinkSync(file);
+    mkdirSync(file);
+    expect(await code(readPlanArtifact(ws, a.relativePath))).toBe("PLAN_ARTIFACT_PATH_UNSAFE");
+    for (const bad of [".pi/plan/../../etc/passwd", "../x.md", ".pi/other.md", ".pi/plan/"])
+      expect(await code(readPlanArtifact(ws, bad))).toBe("PLAN_ARTIFACT_PATH_UNSAFE");
+    rmSync(path.join(ws, ".pi"), { recursive: true });
+    symlinkSync(tmp(), path.join(ws, ".pi"));
+    expect(await code(readPlanArtifact(ws, a.relativePath))).toBe("PLAN_ARTIFACT_PATH_UNSAFE");
+    expect(await code(readPlanArtifact(path.join(ws, "gone"), a.relativePath))).toBe("FILE_NOT_FOUND");
   });
 
   it("refuses plans over 512 KiB before touching the disk", async () => {

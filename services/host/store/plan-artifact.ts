@@ -1,12 +1,12 @@
-// Writes a submitted plan's exact Markdown bytes to a new file under <workspace>/.pi/plan/
-// (docs/architecture.md "Plans"): exclusive create, flushed, never replacing a file. Refuses a `.pi`
-// or `.pi/plan` that is a symlink or not a directory, oversize plans, and too many name collisions.
+// Writes a submitted plan's exact Markdown bytes to a new file under <workspace>/.pi/plan/ and reads
+// it back (docs/architecture.md "Plans"), only through the sealed folder's handles (tools/plan-dir.ts):
+// exclusive create, 0444, flushed, never replacing a file. Refuses oversize plans and name floods.
 import { createHash } from "node:crypto";
-import { constants, promises as fs } from "node:fs";
 import path from "node:path";
 import { AppError } from "../../protocol/app-error.ts";
+import { openPlanDir, PLAN_DIR_REL } from "../tools/plan-dir.ts";
 
-export const PLAN_DIR = path.join(".pi", "plan");
+export const PLAN_DIR = PLAN_DIR_REL;
 export const MAX_PLAN_BYTES = 512 * 1024;
 export const MAX_NAME_COLLISIONS = 50;
 
@@ -44,35 +44,13 @@ export function sha256Hex(bytes: Uint8Array): string {
   return createHash("sha256").update(bytes).digest("hex");
 }
 
-/** Ensures `dir` is a real directory (creating it if absent); a symlink or a file is unsafe. */
-async function ensureRealDir(dir: string): Promise<void> {
-  try {
-    await fs.mkdir(dir, { mode: 0o755 });
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code !== "EEXIST") {
-      throw new AppError("PLAN_ARTIFACT_WRITE_FAILED", `cannot create ${path.basename(dir)}`, { cause: err });
-    }
-  }
-  const st = await fs.lstat(dir);
-  if (st.isSymbolicLink() || !st.isDirectory()) {
-    throw new AppError("PLAN_ARTIFACT_PATH_UNSAFE", `${dir} is a symlink or not a directory`);
-  }
-}
-
-async function fsyncDir(dir: string): Promise<void> {
-  const handle = await fs.open(dir, constants.O_RDONLY | constants.O_DIRECTORY);
-  try {
-    await handle.sync();
-  } finally {
-    await handle.close();
-  }
-}
-
 export async function writePlanArtifact(opts: {
   workspaceRoot: string;
   title: string;
   markdown: string;
   now: Date;
+  /** The sandbox user the `.pi` check is about (default PI_SANDBOX_USER or pihost-sandbox). */
+  sandboxUser?: string;
   /** Test hooks only: runs after the file is created and before its bytes are written. */
   beforeWrite?: () => Promise<void>;
 }): Promise<WrittenArtifact> {
@@ -83,72 +61,71 @@ export async function writePlanArtifact(opts: {
       `plan is ${bytes.byteLength} bytes; the limit is ${MAX_PLAN_BYTES}`,
     );
   }
-  const root = await fs.realpath(opts.workspaceRoot).catch((cause) => {
-    throw new AppError("PLAN_ARTIFACT_WRITE_FAILED", "workspace root is not accessible", { cause });
+  const root = opts.workspaceRoot;
+  // Created if missing, then checked on the open handles: owner, mode bits and ACLs of .pi and .pi/plan.
+  const dir = await openPlanDir(root, {
+    create: true,
+    check: true,
+    ...(opts.sandboxUser ? { sandboxUser: opts.sandboxUser } : {}),
   });
-  const piDir = path.join(root, ".pi");
-  const planDir = path.join(root, PLAN_DIR);
-  await ensureRealDir(piDir);
-  await ensureRealDir(planDir);
-
-  const base = `${planSlug(opts.title)}-${stamp(opts.now)}`;
-  for (let n = 1; n <= MAX_NAME_COLLISIONS; n++) {
-    const name = n === 1 ? `${base}.md` : `${base}-${n}.md`;
-    const absolutePath = path.join(planDir, name);
-    let handle: fs.FileHandle;
-    try {
-      // O_EXCL never replaces a file; O_NOFOLLOW refuses a planted symlink at the final component.
-      handle = await fs.open(
-        absolutePath,
-        constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW,
-        0o644,
-      );
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code === "EEXIST") continue;
-      throw new AppError("PLAN_ARTIFACT_WRITE_FAILED", "cannot create the plan file", { cause: err });
+  try {
+    const base = `${planSlug(opts.title)}-${stamp(opts.now)}`;
+    for (let n = 1; n <= MAX_NAME_COLLISIONS; n++) {
+      const name = n === 1 ? `${base}.md` : `${base}-${n}.md`;
+      // Exclusive create through the folder's handle: never replaces a file, never follows a link.
+      if (!(await dir.createFile(name, bytes, opts.beforeWrite))) continue;
+      await dir.sync();
+      return {
+        relativePath: `${PLAN_DIR}/${name}`,
+        absolutePath: path.join(root, PLAN_DIR, name),
+        sha256: sha256Hex(bytes),
+        byteSize: bytes.byteLength,
+        remove: () => removePlanArtifact(root, name),
+      };
     }
-    const remove = () => fs.rm(absolutePath, { force: true });
-    try {
-      await opts.beforeWrite?.();
-      await handle.writeFile(bytes);
-      await handle.sync();
-    } catch (err) {
-      await handle.close().catch(() => {});
-      await remove();
-      throw new AppError("PLAN_ARTIFACT_WRITE_FAILED", "cannot write the plan file", { cause: err });
-    }
-    await handle.close();
-    await fsyncDir(planDir);
-    return {
-      relativePath: path.posix.join(".pi", "plan", name),
-      absolutePath,
-      sha256: sha256Hex(bytes),
-      byteSize: bytes.byteLength,
-      remove,
-    };
+    throw new AppError(
+      "PLAN_ARTIFACT_COLLISION_LIMIT",
+      `more than ${MAX_NAME_COLLISIONS} plan files named ${base}`,
+    );
+  } finally {
+    await dir.close();
   }
-  throw new AppError(
-    "PLAN_ARTIFACT_COLLISION_LIMIT",
-    `more than ${MAX_NAME_COLLISIONS} plan files named ${base}`,
-  );
 }
 
-/** Reads an artifact for hashing or display, refusing anything that is not a regular file in place. */
-export async function readPlanArtifact(workspaceRoot: string, relativePath: string): Promise<Buffer> {
-  const root = await fs.realpath(workspaceRoot);
-  const abs = path.join(root, relativePath);
-  if (!abs.startsWith(path.join(root, PLAN_DIR) + path.sep)) {
-    throw new AppError("PLAN_ARTIFACT_PATH_UNSAFE", "artifact path escapes .pi/plan");
-  }
-  for (const dir of [path.join(root, ".pi"), path.join(root, PLAN_DIR)]) {
-    const st = await fs.lstat(dir);
-    if (st.isSymbolicLink() || !st.isDirectory())
-      throw new AppError("PLAN_ARTIFACT_PATH_UNSAFE", `${dir} is unsafe`);
-  }
-  const handle = await fs.open(abs, constants.O_RDONLY | constants.O_NOFOLLOW);
+/** Removes a file this host just wrote (its row did not commit), through the folder's handle. */
+async function removePlanArtifact(root: string, name: string): Promise<void> {
+  const dir = await openPlanDir(root, { create: false, check: false }).catch(() => null);
+  if (!dir) return;
   try {
-    return await handle.readFile();
+    await dir.removeFile(name);
   } finally {
-    await handle.close();
+    await dir.close();
+  }
+}
+
+/** The file name of a recorded artifact path, which must be `.pi/plan/<name>`. */
+function artifactName(relativePath: string): string {
+  const prefix = `${PLAN_DIR}/`;
+  const name = relativePath.startsWith(prefix) ? relativePath.slice(prefix.length) : "";
+  if (!name || name.includes("/") || name === "." || name === "..")
+    throw new AppError("PLAN_ARTIFACT_PATH_UNSAFE", "artifact path is not a file in .pi/plan", {
+      details: { reason: "artifact path is not a file in .pi/plan", path: relativePath },
+    });
+  return name;
+}
+
+/**
+ * Reads an artifact for hashing or display through handles, following no link in any component
+ * below the workspace root. Refuses: a symlinked or non-regular file or folder
+ * PLAN_ARTIFACT_PATH_UNSAFE, a missing one FILE_NOT_FOUND, one the host may not read (or larger than
+ * any plan) FILE_NOT_READABLE. The caller compares the bytes' hash with the row.
+ */
+export async function readPlanArtifact(workspaceRoot: string, relativePath: string): Promise<Buffer> {
+  const name = artifactName(relativePath);
+  const dir = await openPlanDir(workspaceRoot, { create: false, check: false });
+  try {
+    return await dir.readFile(name, MAX_PLAN_BYTES);
+  } finally {
+    await dir.close();
   }
 }
