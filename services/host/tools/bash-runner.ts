@@ -246,12 +246,16 @@ async function runBashIn(
   const failure = sandbox.failure();
   if (!live && failure)
     return result("SANDBOX_UNAVAILABLE", `${failure}; nothing ran`, { reason: failure, network: true });
-  if (!live && !reason)
-    return result("SANDBOX_UNAVAILABLE", "bwrap failed to start the sandbox; nothing ran", {
-      reason: "bwrap failed to start",
-      bwrapExitCode: exit.code,
-      bwrapStderr: details.stderr,
-    });
+  if (!live && !reason) {
+    // bwrap's own words (a folder it could not bind, a namespace it may not create) are the real
+    // reason: the person reads it in the result, not only in a database row.
+    const said = details.stderr.trim().split("\n").slice(-5).join("\n").slice(0, 2000);
+    return result(
+      "SANDBOX_UNAVAILABLE",
+      `the sandbox did not start, nothing ran: ${said || `bwrap exited with ${exit.code ?? exit.signal}`}`,
+      { reason: said || "bwrap failed to start", bwrapExitCode: exit.code, bwrapStderr: details.stderr },
+    );
+  }
   if (reason === "timeout")
     return result("TOOL_TIMEOUT", `the command ran past ${parsed.timeoutMs} ms and was killed`, {
       ...details,

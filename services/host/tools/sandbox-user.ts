@@ -18,8 +18,24 @@ export function sandboxUnavailable(reason: string, details: Record<string, unkno
   });
 }
 
-/** Looks the sandbox user up (getent); a missing user or a root uid makes the sandbox unavailable. */
-export async function lookupSandboxUser(name: string): Promise<SandboxUser> {
+/** How long one lookup is reused: every sandbox start needs the ids, a getent costs ~4 ms. */
+const LOOKUP_TTL_MS = 10_000;
+const lookups = new Map<string, { at: number; user: Promise<SandboxUser> }>();
+
+/**
+ * Looks the sandbox user up (getent), reusing a successful lookup for LOOKUP_TTL_MS; a missing
+ * user or a root uid makes the sandbox unavailable (and is never reused).
+ */
+export function lookupSandboxUser(name: string): Promise<SandboxUser> {
+  const hit = lookups.get(name);
+  if (hit && performance.now() - hit.at < LOOKUP_TTL_MS) return hit.user;
+  const user = lookupOnce(name);
+  lookups.set(name, { at: performance.now(), user });
+  user.catch(() => lookups.delete(name));
+  return user;
+}
+
+async function lookupOnce(name: string): Promise<SandboxUser> {
   const line = await new Promise<string>((resolve) =>
     execFile("getent", ["passwd", name], (err, stdout) => resolve(err ? "" : String(stdout))),
   );

@@ -1,15 +1,20 @@
 // The bubblewrap sandbox every program a tool runs goes through (docs/operations.md "The Bash sandbox"):
 // bwrap as the unprivileged sandbox user, own namespaces, a fixed read-only system part, the workspace
 // writable and `.pi` read-only; the network part is sandbox-network.ts, the bounds sandbox-limits.ts.
-import { type ChildProcess, execFile, spawn } from "node:child_process";
-import { closeSync, constants, existsSync, lstatSync, openSync, promises as fs } from "node:fs";
-import net from "node:net";
-import os from "node:os";
+import { type ChildProcess, spawn } from "node:child_process";
+import { closeSync, existsSync, lstatSync } from "node:fs";
 import path from "node:path";
 import type { Readable } from "node:stream";
 import { AppError } from "../../protocol/app-error.ts";
 import { sealedPiDir } from "./plan-dir.ts";
-import { type AttachedLimits, type SandboxLimits, sandboxLimits } from "./sandbox-limits.ts";
+import { outputFifos, prepareSandboxEtc, prepareScratch } from "./sandbox-folders.ts";
+import {
+  joinArgs,
+  type SandboxLimitSettings,
+  type SandboxLimits,
+  sandboxLimitSettingsFromEnv,
+  sandboxLimits,
+} from "./sandbox-limits.ts";
 import { prepareNetworkEtc, startSlirp } from "./sandbox-network.ts";
 import {
   asUser,
@@ -19,6 +24,7 @@ import {
   sandboxUnavailable,
 } from "./sandbox-user.ts";
 
+export { prepareScratch } from "./sandbox-folders.ts";
 export { DEFAULT_SANDBOX_USER, lookupSandboxUser, type SandboxUser } from "./sandbox-user.ts";
 
 const SYSTEM_DIRS = ["/usr/bin", "/bin", "/usr/sbin", "/sbin"];
@@ -54,6 +60,8 @@ export interface SandboxSettings {
   dataDir: string;
   /** The slirp4netns program for projects that allow network (default: found in the system folders). */
   slirp4netns?: string;
+  /** Each sandbox's own bounds (PI_SANDBOX_PIDS_MAX, PI_SANDBOX_MEMORY_MAX, PI_SANDBOX_CPU_MAX). */
+  limits?: SandboxLimitSettings;
 }
 
 /** The sandbox's configuration, read from the host's environment (docs/operations.md). */
@@ -62,32 +70,9 @@ export function sandboxSettingsFromEnv(env: NodeJS.ProcessEnv = process.env): Sa
     user: env.PI_SANDBOX_USER || DEFAULT_SANDBOX_USER,
     dataDir: path.resolve(env.PI_DATA_DIR || ".pihost-data"),
     ...(env.PI_SANDBOX_SLIRP4NETNS ? { slirp4netns: env.PI_SANDBOX_SLIRP4NETNS } : {}),
+    limits: sandboxLimitSettingsFromEnv(env),
   };
 }
-
-/**
- * The sandbox's own /etc files the host writes (`<PI_DATA_DIR>/sandbox-etc`, 0755, files 0444):
- * a git configuration that trusts whatever workspace the sandbox is given (`safe.directory`), since
- * inside a sandbox there is only the one workspace.
- */
-async function prepareSandboxEtc(dataDir: string): Promise<string> {
-  const dir = path.join(dataDir, "sandbox-etc");
-  if (preparedEtc.has(dir)) return dir;
-  await fs.mkdir(dir, { recursive: true, mode: 0o755 });
-  await fs.chmod(dir, 0o755);
-  const file = path.join(dir, "gitconfig");
-  const body = "[safe]\n\tdirectory = *\n";
-  const current = await fs.readFile(file, "utf8").catch(() => null);
-  if (current !== body) {
-    const tmp = `${file}.${process.pid}.tmp`;
-    await fs.writeFile(tmp, body, { mode: 0o444 });
-    await fs.rename(tmp, file);
-  }
-  await fs.chmod(file, 0o444);
-  preparedEtc.add(dir);
-  return dir;
-}
-const preparedEtc = new Set<string>();
 
 export function findProgram(name: string): string | null {
   for (const dir of SYSTEM_DIRS) {
@@ -128,62 +113,6 @@ export interface SandboxProcess {
   /** Resolves when both streams reached their end (every writer in the sandbox is gone). */
   outputEnded: Promise<void>;
   user: SandboxUser;
-}
-
-/**
- * The sandbox's stdout and stderr as FIFOs rather than Node's socketpairs: a program inside may
- * open /dev/stdout or /dev/stderr (/proc/self/fd/N), which fails on a socket. Each FIFO is made in a
- * private host folder, owned by the sandbox user (opening the magic link checks the inode), opened
- * at both ends (read end non-blocking) and unlinked at once. Returns the write ends for the child
- * and the read ends as streams.
- */
-async function outputFifos(
-  user: SandboxUser,
-): Promise<{ write: [number, number]; read: [net.Socket, net.Socket] }> {
-  const dir = await fs.mkdtemp(path.join(os.tmpdir(), "pihost-out-"));
-  const opened: number[] = [];
-  try {
-    const names = [path.join(dir, "stdout"), path.join(dir, "stderr")];
-    await new Promise<void>((resolve, reject) =>
-      execFile("mkfifo", ["-m", "0600", ...names], (err) => (err ? reject(err) : resolve())),
-    );
-    for (const name of names) await fs.chown(name, user.uid, user.gid);
-    const read = names.map((name) => {
-      const fd = openSync(name, constants.O_RDONLY | constants.O_NONBLOCK);
-      opened.push(fd);
-      return fd;
-    });
-    const write = names.map((name) => {
-      const fd = openSync(name, constants.O_WRONLY);
-      opened.push(fd);
-      return fd;
-    });
-    const streams = read.map((fd) => new net.Socket({ fd, readable: true, writable: false }));
-    return { write: [write[0]!, write[1]!], read: [streams[0]!, streams[1]!] };
-  } catch (err) {
-    for (const fd of opened) {
-      try {
-        closeSync(fd);
-      } catch {}
-    }
-    throw sandboxUnavailable(`cannot create the sandbox's output pipes: ${(err as Error).message}`);
-  } finally {
-    await fs.rm(dir, { recursive: true, force: true });
-  }
-}
-
-/** Creates (or reuses) the session's scratch folder, owned by the sandbox user, mode 0700. */
-export async function prepareScratch(settings: SandboxSettings, sessionId: string, user: SandboxUser) {
-  if (!/^[A-Za-z0-9_-]{1,128}$/.test(sessionId)) throw sandboxUnavailable("unusable session id for scratch");
-  const base = path.join(settings.dataDir, "scratch");
-  await fs.mkdir(base, { recursive: true, mode: 0o711 });
-  await fs.chmod(base, 0o711);
-  const dir = path.join(base, sessionId);
-  await fs.mkdir(dir, { recursive: true, mode: 0o700 });
-  const st = await fs.lstat(dir);
-  if (!st.isDirectory()) throw sandboxUnavailable("scratch folder is not a directory", { scratch: dir });
-  if (st.uid !== user.uid || st.gid !== user.gid) await fs.chown(dir, user.uid, user.gid);
-  return dir;
 }
 
 /**
@@ -276,32 +205,56 @@ export async function startSandbox(spec: SandboxSpec): Promise<SandboxProcess> {
       },
     );
   const user = await lookupSandboxUser(spec.settings.user);
-  let scratch: string;
-  let piDir: string;
-  let sandboxEtc: string;
-  let netEtc: string | null = null;
-  let limits: SandboxLimits;
-  try {
-    scratch = await prepareScratch(spec.settings, spec.sessionId, user);
-    piDir = await sealedPiDir(spec.workspace);
-    sandboxEtc = await prepareSandboxEtc(spec.settings.dataDir);
-    limits = await sandboxLimits(spec.settings);
-    if (spec.network) netEtc = await prepareNetworkEtc(spec.settings.dataDir);
-  } catch (err) {
+  // Everything the host prepares, at once: the session's scratch folder, the sealed `.pi`, the
+  // sandbox's /etc files, the output pipes and the sandbox's own cgroup (sandbox-limits.ts).
+  const limits = await sandboxLimits(spec.settings);
+  const prepared = await Promise.allSettled([
+    prepareScratch(spec.settings, spec.sessionId, user),
+    sealedPiDir(spec.workspace, spec.settings.user),
+    prepareSandboxEtc(spec.settings.dataDir),
+    spec.network ? prepareNetworkEtc(spec.settings.dataDir) : Promise.resolve(null),
+    limits.create(spec.sessionId),
+    outputFifos(user),
+  ] as const);
+  const [scratchP, piDirP, etcP, netEtcP, groupP, outP] = prepared;
+  if (prepared.some((r) => r.status === "rejected")) {
+    if (groupP.status === "fulfilled") void groupP.value.release();
+    if (outP.status === "fulfilled") for (const fd of outP.value.write) closeSync(fd);
+    if (outP.status === "fulfilled") for (const stream of outP.value.read) stream.destroy();
+    const err = (prepared.find((r) => r.status === "rejected") as PromiseRejectedResult).reason;
     if (err instanceof AppError) throw err;
+    if (groupP.status === "rejected" && err === groupP.reason)
+      throw sandboxUnavailable(`cannot bound the sandbox (cgroups): ${(err as Error).message}`);
     throw sandboxUnavailable(`cannot prepare the sandbox's folders: ${(err as Error).message}`);
   }
-  const out = await outputFifos(user);
+  const scratch = (scratchP as PromiseFulfilledResult<string>).value;
+  const piDir = (piDirP as PromiseFulfilledResult<string>).value;
+  const sandboxEtc = (etcP as PromiseFulfilledResult<string>).value;
+  const netEtc = (netEtcP as PromiseFulfilledResult<string | null>).value;
+  const group = (groupP as PromiseFulfilledResult<Awaited<ReturnType<SandboxLimits["create"]>>>).value;
+  const out = (outP as PromiseFulfilledResult<Awaited<ReturnType<typeof outputFifos>>>).value;
   let child: ChildProcess;
   try {
-    child = spawn(setpriv, [...asUser(user), bwrap, ...bwrapArgs(spec, scratch, piDir, netEtc, sandboxEtc)], {
-      stdio: [spec.stdin ? "pipe" : "ignore", out.write[0], out.write[1], "pipe", "pipe", "pipe"],
-      env: {},
-      cwd: "/",
-    });
+    // The launcher joins the sandbox's cgroups and takes oom_score_adj 1000 itself, then execs
+    // setpriv and bwrap: every process of the sandbox is inside from its first instruction.
+    child = spawn(
+      "/bin/sh",
+      joinArgs(group.procsFiles, [
+        setpriv,
+        ...asUser(user),
+        bwrap,
+        ...bwrapArgs(spec, scratch, piDir, netEtc, sandboxEtc),
+      ]),
+      {
+        stdio: [spec.stdin ? "pipe" : "ignore", out.write[0], out.write[1], "pipe", "pipe", "pipe"],
+        env: {},
+        cwd: "/",
+      },
+    );
   } catch (err) {
     // exec refused the arguments (E2BIG) or the program: nothing started.
     for (const stream of out.read) stream.destroy();
+    void group.release();
     throw sandboxUnavailable(`the sandbox could not be started: ${(err as Error).message}`);
   } finally {
     // The child holds its own copies; the host keeps only the read ends, so the end of every
@@ -324,7 +277,6 @@ export async function startSandbox(spec: SandboxSpec): Promise<SandboxProcess> {
   let pid: number | null = null;
   let failure: string | null = null;
   let slirpProc: ChildProcess | null = null;
-  let attached: AttachedLimits | null = null;
   const tearDown = (reason: string) => {
     failure ??= reason;
     if (pid) {
@@ -334,29 +286,17 @@ export async function startSandbox(spec: SandboxSpec): Promise<SandboxProcess> {
     }
     child.kill("SIGKILL");
   };
-  // Once bwrap reports the sandbox's first process: both go into the sandbox's own bounds (cgroup,
-  // oom_score_adj; sandbox-limits.ts), the network is set up, and only then the gate opens. Every
-  // process the command starts is a descendant of that first one, so it inherits the bounds.
+  // Without network nothing else is set up: the go byte waits in the socket for the gate.
+  if (!slirp) gate.write(GO);
   const onFirstPid = (firstPid: number) => {
-    const bounded = limits.attach([child.pid ?? firstPid, firstPid], spec.sessionId).then((a) => {
-      attached = a;
-      if (child.exitCode !== null || child.signalCode !== null) void a.release();
-    });
-    const network = slirp
-      ? bounded.then(() => {
-          const s = startSlirp(setpriv, slirp, user, firstPid);
-          slirpProc = s.proc;
-          return s.ready.catch((err: Error) => {
-            throw new Error(`network setup failed: ${err.message}`);
-          });
-        })
-      : bounded;
-    network.then(
+    if (!slirp) return;
+    const s = startSlirp(setpriv, slirp, user, firstPid);
+    slirpProc = s.proc;
+    s.ready.then(
       () => {
         if (!failure) gate.write(GO);
       },
-      (err: Error) =>
-        tearDown(err.message.startsWith("network") ? err.message : `sandbox limits: ${err.message}`),
+      (err: Error) => tearDown(`network setup failed: ${err.message}`),
     );
   };
   // bwrap writes one JSON object per line; only complete lines are read (a pid cut in half is not a pid).
@@ -398,7 +338,7 @@ export async function startSandbox(spec: SandboxSpec): Promise<SandboxProcess> {
   });
   child.on("close", () => {
     gate.end();
-    void (attached as AttachedLimits | null)?.release();
+    void group.release();
     const sp = slirpProc as ChildProcess | null;
     if (sp) {
       (sp.stdio[4] as NodeJS.WritableStream).end();
