@@ -120,6 +120,8 @@ describe("README walk-through", () => {
     // The prompt stopped at the approval step and said how to approve.
     expect(r.stdout, report).toMatch(/^ {2}network: {9}off$/m);
     expect(r.stdout, report).toMatch(/^ {2}preview origins: none \(loopback and workspace files only\)$/m);
+    // The agent's `git status` ran in the Bash sandbox, in the root-owned `mktemp -d` repository.
+    expect(r.stdout, report).toMatch(/^tool result: Bash allow: On branch \S+ No commits yet/m);
     expect(r.stdout, report).toMatch(/^plan submitted: \S+/m);
     expect(r.stdout, report).toMatch(/^plan awaiting approval: \S+/m);
     expect(r.stdout, report).toMatch(/pihost plans approve \S+ --mode/);

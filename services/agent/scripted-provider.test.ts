@@ -23,7 +23,7 @@ interface ToolCallSeen {
 }
 
 /** In-memory tools: each records its call; ExitPlanMode terminates the run like the host's does. */
-function memoryTools(seen: ToolCallSeen[], names = ["Glob", "Write", "ExitPlanMode"]): AgentTool[] {
+function memoryTools(seen: ToolCallSeen[], names = ["Glob", "Bash", "Write", "ExitPlanMode"]): AgentTool[] {
   return names.map((name) => ({
     name,
     label: name,
@@ -96,23 +96,28 @@ describe("scripted provider", () => {
       user("greet"),
     ]);
     await planning.continue();
-    expect(seen.map((s) => s.tool)).toEqual(["Glob", "ExitPlanMode"]);
+    expect(seen.map((s) => s.tool)).toEqual(["Glob", "Bash", "ExitPlanMode"]);
+    expect(seen[1]?.args).toEqual({ command: "git status" });
     expect(seen[0]?.args).toEqual({ pattern: "**/*" });
-    const plan = seen[1]?.args as { title: string; markdown: string; question: string };
+    const plan = seen[2]?.args as { title: string; markdown: string; question: string };
     expect(plan.title).toBe("Add a greeting file");
     expect(plan.question).toBe("Create GREETING.md?");
     expect(plan.markdown).toContain("GREETING.md");
     expect(plan.markdown.split("\n").length).toBeGreaterThan(2);
     // ExitPlanMode terminated the run: the transcript ends with its tool result.
     expect(planning.state.messages.at(-1)?.role).toBe("toolResult");
-    expect(assistants(planning.state.messages).map((m) => m.stopReason)).toEqual(["toolUse", "toolUse"]);
+    expect(assistants(planning.state.messages).map((m) => m.stopReason)).toEqual([
+      "toolUse",
+      "toolUse",
+      "toolUse",
+    ]);
 
     const execution = agentFor(scripted(DEMO_SCRIPT, { turnId: "t-exec" }), memoryTools(seen), [
       ...planning.state.messages,
       user("Plan approved. Execute it."),
     ]);
     await execution.continue();
-    expect(seen.slice(2)).toEqual([
+    expect(seen.slice(3)).toEqual([
       { tool: "Write", args: { path: "GREETING.md", content: "Hello from pi-host.\n" } },
     ]);
     const last = assistants(execution.state.messages).at(-1);

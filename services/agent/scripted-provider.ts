@@ -37,11 +37,12 @@ const DEMO_PLAN = [
 ].join("\n");
 
 /**
- * The built-in script of model `scripted/demo`: a planning turn (steps 0-1: look around, submit a
- * plan) and an execution turn (steps 2-3: write the file, report).
+ * The built-in script of model `scripted/demo`: a planning turn (steps 0-2: look around, `git status`
+ * in the sandbox, submit a plan) and an execution turn (steps 3-4: write the file, report).
  */
 export const DEMO_SCRIPT: readonly ScriptStep[] = Object.freeze([
   { toolCalls: [{ name: "Glob", args: { pattern: "**/*" } }] },
+  { toolCalls: [{ name: "Bash", args: { command: "git status" } }] },
   {
     toolCalls: [
       {

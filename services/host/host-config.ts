@@ -45,6 +45,19 @@ export interface HostConfig {
   settingsAdmins: string[];
   /** The tool runner's settings (sandbox, Bash default timeout): read here, once, never per call. */
   tools: ToolRunnerConfig;
+  /**
+   * PI_SANDBOX_GRANT_ACL: projects.create grants the sandbox user access to a workspace it cannot
+   * use through POSIX ACLs (tools/workspace-access.ts); off, such a workspace is WORKSPACE_NOT_USABLE.
+   */
+  sandboxGrantAcl: boolean;
+}
+
+/** An on/off variable: 1/true/on, 0/false/off or unset; anything else refuses to start. */
+function flagEnv(env: NodeJS.ProcessEnv, name: string): boolean {
+  const v = (env[name] ?? "").trim().toLowerCase();
+  if (v === "1" || v === "true" || v === "on") return true;
+  if (v === "" || v === "0" || v === "false" || v === "off") return false;
+  throw new Error(`${name} must be 1 or 0 (got ${JSON.stringify(env[name])})`);
 }
 
 export { DEFAULT_NATS_URL };
@@ -96,5 +109,6 @@ export function readHostConfig(env: NodeJS.ProcessEnv = process.env): HostConfig
       .map((s) => s.trim())
       .filter(Boolean),
     tools: toolRunnerConfigFromEnv(env),
+    sandboxGrantAcl: flagEnv(env, "PI_SANDBOX_GRANT_ACL"),
   };
 }

@@ -102,7 +102,11 @@ export const METHODS = {
   },
   "host.status": { ...person("client", "any", null), params: EmptyParams, result: HostStatus },
   "projects.create": {
-    ...person("projects", "any", null, ["WORKSPACE_NOT_ALLOWED"]),
+    ...person("projects", "any", null, [
+      "WORKSPACE_NOT_ALLOWED",
+      "PROJECT_ROOT_OVERLAPS",
+      "WORKSPACE_NOT_USABLE",
+    ]),
     params: ProjectCreateParams,
     result: ProjectView,
   },
@@ -176,6 +180,7 @@ export const METHODS = {
       "PLAN_NOT_FOUND",
       "FORBIDDEN",
       "FILE_NOT_FOUND",
+      "FILE_NOT_READABLE",
       "PLAN_ARTIFACT_PATH_UNSAFE",
     ]),
     params: ArtifactsReadParams,

@@ -195,6 +195,19 @@ export const HostStatus = Type.Object({
     ),
   }),
   uptimeMs: Type.Integer(),
+  /** Pairs of projects whose roots overlap (left by earlier versions, found at start); each root
+   * only for who may see that project (its owner, settings admins), else null. */
+  projectOverlaps: Type.Array(
+    Type.Object({
+      projects: Type.Array(
+        Type.Object({ projectId: Type.String(), workspaceRoot: Nullable(Type.String()) }),
+        {
+          minItems: 2,
+          maxItems: 2,
+        },
+      ),
+    }),
+  ),
 });
 
 export const SessionList = Type.Object({ sessions: Type.Array(SessionView) });

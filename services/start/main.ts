@@ -17,6 +17,13 @@ const log = createLogger("start");
 const env = process.env;
 const dataDir = path.resolve(env.PI_DATA_DIR || ".pihost-data");
 const prefix = env.PI_PREFIX || "pi";
+/** Development grants the sandbox user access to new workspaces (docs/operations.md); 0 turns it off. */
+const grantAcl = env.PI_SANDBOX_GRANT_ACL ?? "1";
+const GRANT_LINE = ["0", "false", "off"].includes(grantAcl.trim().toLowerCase())
+  ? `  * A workspace the sandbox user cannot use is refused at \`project create\` with
+    WORKSPACE_NOT_USABLE (PI_SANDBOX_GRANT_ACL=${grantAcl}).`
+  : `  * A workspace the sandbox user cannot use is opened to it through POSIX ACLs at
+    \`project create\` (PI_SANDBOX_GRANT_ACL=${grantAcl}; 0 refuses it with WORKSPACE_NOT_USABLE).`;
 
 const BANNER = `
 ================================ pi-host: DEVELOPMENT MODE ================================
@@ -24,6 +31,7 @@ const BANNER = `
     a subject (${prefix}.rpc.<principal>.<method>) is taken as given. Do not expose these ports.
   * Plan is planning intent, not a sandbox: Bash stays available under the permission mode,
     and under "auto" it may change files in the workspace.
+${GRANT_LINE}
   * Data folder: ${dataDir}
   Production: run services/host/main.ts and services/agent/main.ts with NATS credentials
   (see infra/nats-auth.example.conf and docs/operations.md).
@@ -200,6 +208,7 @@ async function main(): Promise<void> {
     plan: "planning intent; Bash may mutate the workspace under auto",
     dataDir,
     prefix,
+    sandboxGrantAcl: grantAcl,
   });
   fs.mkdirSync(dataDir, { recursive: true });
   const { pgProbeUrl, natsProbeUrl } = probeUrlsFromEnv(env);
@@ -220,7 +229,11 @@ async function main(): Promise<void> {
     PI_DATA_DIR: dataDir,
     PI_PREFIX: prefix,
   };
-  const host = startChild("host", "services/host/main.ts", { ...common, DATABASE_URL: postgres.url });
+  const host = startChild("host", "services/host/main.ts", {
+    ...common,
+    DATABASE_URL: postgres.url,
+    PI_SANDBOX_GRANT_ACL: grantAcl,
+  });
   await host.waitFor("host.ready", READY_TIMEOUT_MS);
   if (stopping) return;
   // The worker holds no database access (docs/architecture.md "Processes"): it never gets DATABASE_URL.

@@ -1,6 +1,6 @@
 // A whole pi-host stack for one test file: its own database, subject prefix, workspace folder and
 // scripted-model call log, with the host and agent worker as real child processes.
-import { mkdirSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { jetstreamManager } from "@nats-io/jetstream";
@@ -48,6 +48,8 @@ export async function createStack(label: string): Promise<Stack> {
   const db = await createTestDatabase(label);
   const nc = await connectNats();
   const dir = mkdtempSync(path.join(os.tmpdir(), `pihost-${label}-`));
+  // The sandbox user binds workspaces and scratch folders from below this folder (bwrap runs as it).
+  chmodSync(dir, 0o711);
   const env: StackEnv = {
     databaseUrl: db.url,
     natsUrl: NATS_URL,

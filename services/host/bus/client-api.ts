@@ -1,6 +1,5 @@
 // Client methods (`<prefix>.rpc.<principal>.<method>`, docs/protocol.md): decode, check the principal
 // against the session, then read rows or hand the request to the session's actor.
-import { promises as fs } from "node:fs";
 import { AppError } from "../../protocol/app-error.ts";
 import {
   ArtifactsReadParams,
@@ -19,6 +18,7 @@ import { splitProposal } from "../sessions/plan-events.ts";
 import type { Db } from "../store/db.ts";
 import { readPlanArtifact, sha256Hex } from "../store/plan-artifact.ts";
 import type { PlanStore } from "../store/plan-store.ts";
+import type { ProjectStore } from "../store/project-store.ts";
 import type { SessionSupervisor } from "../sessions/session-supervisor.ts";
 import { countSessionLeases, turnOfIdempotencyKey } from "../store/session-facts.ts";
 import { canAccess, type SessionRow, type SessionStore } from "../store/session-store.ts";
@@ -32,6 +32,10 @@ export function createClientApi(deps: {
   supervisor: SessionSupervisor;
   hostId: string;
   devMode: boolean;
+  /** Overlapping projects found at start, shown in host.status. */
+  projects?: Pick<ProjectStore, "overlaps">;
+  /** Who sees every project's root in host.status (besides its owner); dev mode: anyone. */
+  settingsAdmins?: readonly string[];
 }): Record<ClientApiMethod, ClientHandler> {
   const { db, sessions, plans, supervisor } = deps;
 
@@ -56,7 +60,7 @@ export function createClientApi(deps: {
       return { protocolVersion: PROTOCOL_VERSION, hostId: deps.hostId, devMode: deps.devMode };
     },
 
-    "host.status": async (_principal, params) => {
+    "host.status": async (principal, params) => {
       decodeParams(EmptyParams, params);
       // Sessions this host holds = its session leases; those without a live actor are passivated.
       const leased = await countSessionLeases(db, deps.hostId);
@@ -65,6 +69,15 @@ export function createClientApi(deps: {
         hostId: deps.hostId,
         sessions: { active, passivated: Math.max(0, leased - active - degraded.length), degraded },
         uptimeMs: Math.round(process.uptime() * 1000),
+        projectOverlaps: (deps.projects?.overlaps() ?? []).map((pair) => ({
+          projects: pair.map((x) => ({
+            projectId: x.projectId,
+            workspaceRoot:
+              x.owner === principal || deps.devMode || deps.settingsAdmins?.includes(principal)
+                ? x.workspaceRoot
+                : null,
+          })),
+        })),
       };
     },
 
@@ -131,24 +144,27 @@ export function createClientApi(deps: {
       const row = await plans.get(p.proposalId);
       if (!canAccess({ owner: row.owner, approvers: row.approvers }, principal))
         throw new AppError("FORBIDDEN");
+      // Read through the plan folder's handles: a symlinked or non-regular file or folder is
+      // PLAN_ARTIFACT_PATH_UNSAFE, a missing one FILE_NOT_FOUND, anything else the host cannot read
+      // FILE_NOT_READABLE; nothing an agent or a person can cause is INTERNAL.
       let bytes: Buffer;
       try {
         bytes = await readPlanArtifact(row.workspaceRoot, row.artifactPath);
       } catch (cause) {
         if (cause instanceof AppError) throw cause;
-        const missing =
-          (cause as NodeJS.ErrnoException).code === "ENOENT" ||
-          !(await fs.stat(row.workspaceRoot).catch(() => null));
-        throw new AppError(missing ? "FILE_NOT_FOUND" : "INTERNAL", "the plan file cannot be read", {
+        throw new AppError("FILE_NOT_READABLE", "the plan file cannot be read", {
           cause,
+          details: { path: row.artifactPath },
         });
       }
+      // The bytes as they are now; matchesRecord says whether they are still the submitted plan.
+      const sha256 = sha256Hex(bytes);
       return {
         proposalId: row.proposalId,
         path: row.artifactPath,
-        sha256: sha256Hex(bytes),
+        sha256,
         byteSize: bytes.byteLength,
-        matchesRecord: sha256Hex(bytes) === row.sha256,
+        matchesRecord: sha256 === row.sha256,
         content: bytes.toString("utf8"),
       };
     },

@@ -1,23 +1,66 @@
 // Client methods `projects.*` (docs/protocol.md, "Projects"): decode, check the principal, then the
 // project store. Changing a project's tool settings widens what its sandboxes reach, so it follows
 // the rule of settings.set (settings-admins.ts). Merged into the client handler map.
+import { AppError } from "../../protocol/app-error.ts";
 import { ProjectCreateParams, ProjectRef, ProjectsConfigureParams } from "../../protocol/project-schemas.ts";
 import { decodeParams } from "../../protocol/schemas.ts";
 import type { ProjectMethod } from "../../protocol/subjects.ts";
 import type { ClientHandler } from "./client-api.ts";
 import { requireSettingsAdmin, type SettingsAdmins } from "./settings-admins.ts";
 import type { ProjectStore } from "../store/project-store.ts";
+import {
+  type AccessSettings,
+  checkSandboxAccess,
+  grantSandboxAccess,
+  manualGrantCommand,
+} from "../tools/workspace-access.ts";
 
 export function createProjectsApi(
   deps: {
     store: ProjectStore;
+    /** The sandbox user's settings: a workspace it cannot use is granted or refused at create. */
+    sandbox?: AccessSettings;
+    /** PI_SANDBOX_GRANT_ACL: grant through POSIX ACLs instead of refusing. */
+    grantAcl?: boolean;
   } & SettingsAdmins,
 ): Record<ProjectMethod, ClientHandler> {
   const { store } = deps;
+
+  /**
+   * The sandbox user must be able to enter, read and write the root, or Bash and the file tools
+   * could never run there: grant it (setting on) or refuse WORKSPACE_NOT_USABLE naming the fix.
+   * A host without a usable sandbox user skips the check (every sandboxed call says why itself).
+   */
+  async function ensureUsable(root: string, configuredRoot: string): Promise<Record<string, unknown>> {
+    if (!deps.sandbox) return {};
+    const access = await checkSandboxAccess(root, deps.sandbox).catch((err: unknown) => {
+      if (err instanceof AppError && err.code === "SANDBOX_UNAVAILABLE") return null;
+      throw err;
+    });
+    if (access === null || access.ok) return {};
+    if (deps.grantAcl) {
+      const g = await grantSandboxAccess(root, configuredRoot, deps.sandbox);
+      return { aclGranted: { entries: g.granted, searchOnly: g.searchOnly, skipped: g.skipped } };
+    }
+    const command = manualGrantCommand(root, deps.sandbox.user);
+    throw new AppError(
+      "WORKSPACE_NOT_USABLE",
+      `${access.reason}, so Bash and the file tools could not run in ${root}. Fix: start the host with PI_SANDBOX_GRANT_ACL=1 (it grants through POSIX ACLs), or grant by hand: ${command}`,
+      { details: { path: access.path, missing: access.missing, user: deps.sandbox.user, command } },
+    );
+  }
+
   return {
     "projects.create": async (principal, params) => {
       const p = decodeParams(ProjectCreateParams, params);
-      return store.create(principal, p.name, p.workspaceRoot);
+      // Another project's root is named only to its owner and to settings admins.
+      const mayView = (owner: string) =>
+        owner === principal || deps.devMode || deps.settingsAdmins.includes(principal);
+      const { root, configuredRoot } = await store.resolveRoot(p.workspaceRoot);
+      // Overlaps first: nothing is granted on a root that could never be a project.
+      await store.assertNoOverlap(root, mayView);
+      const audit = await ensureUsable(root, configuredRoot);
+      return store.create(principal, p.name, root, { mayView, audit });
     },
 
     "projects.get": async (_principal, params) => {

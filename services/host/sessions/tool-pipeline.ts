@@ -16,6 +16,7 @@ import type { Clock } from "../clock.ts";
 import { appendAudit } from "../store/audit-log.ts";
 import { type Db, withTransaction } from "../store/db.ts";
 import { findPluginTool, pluginArgProblems } from "../store/plugin-store.ts";
+import type { ProjectStore } from "../store/project-store.ts";
 import type { SessionStore } from "../store/session-store.ts";
 import { readToolCallFacts } from "../store/tool-call-store.ts";
 import type { PluginCaller } from "../tools/plugin-caller.ts";
@@ -44,6 +45,8 @@ export interface ToolPipelineDeps {
   plugins?: PluginCaller;
   /** Bounded concurrency (global and per session): full is HOST_OVERLOADED. */
   admission?: ToolAdmission;
+  /** Overlapping projects (loaded at start by the project store): their tool calls are refused. */
+  projects?: Pick<ProjectStore, "overlapOf">;
 }
 
 /** A refusal as a tool result the model sees (recorded like any other result). */
@@ -182,7 +185,16 @@ export function createToolPipeline(deps: ToolPipelineDeps) {
     let result: ToolExecuteResult | null = null;
     let recordDecision: "allow" | "deny" = "allow";
     let target = plugin;
-    if (decision.kind === "deny") {
+    // A workspace overlapping another project's is served to nobody (docs/architecture.md "Tools").
+    const overlaps = deps.projects?.overlapOf(s.workspaceRoot) ?? null;
+    if (overlaps) {
+      recordDecision = "deny";
+      result = refusal(
+        "PROJECT_ROOT_OVERLAPS",
+        `this project's workspace overlaps project ${overlaps.join(", ")}: no tool runs in it until an operator separates them`,
+        { projectIds: overlaps },
+      );
+    } else if (decision.kind === "deny") {
       recordDecision = "deny";
       const message = denialMessage(decision.code, p, s.mode, problems);
       result = refusal(decision.code, message, decision.code === "INVALID_PARAMS" ? { problems } : undefined);

@@ -1,9 +1,11 @@
 // Rows of projects (docs/architecture.md "Tools"): a workspace root under a configured root, its owner,
 // and its tool settings (network for the sandbox, BrowserPreview origins). Every change is one audited
-// transaction on the host clock; tool calls read the settings on every call.
+// transaction on the host clock; tool calls read the settings on every call. No two project roots
+// overlap (equal, inside or containing); overlaps left by earlier versions are kept here, reported.
 import { promises as fs } from "node:fs";
 import path from "node:path";
 import { AppError } from "../../protocol/app-error.ts";
+import type { Logger } from "../../protocol/log.ts";
 import {
   normalisePreviewOrigins,
   type ProjectsConfigureParams,
@@ -28,6 +30,74 @@ interface ProjectRow {
 
 const PROJECT_COLUMNS =
   "id, name, workspace_root, owner, network_allowed, preview_origins, version, created_at, updated_at";
+
+/** Key of the transaction-scoped advisory lock every projects.create takes: creates are serial. */
+const PROJECT_ROOTS_LOCK = 1885956212;
+
+/** One project of an overlapping pair, as the store keeps it (roots are shown only to who may see). */
+export interface OverlapSide {
+  projectId: string;
+  owner: string;
+  workspaceRoot: string;
+}
+export type ProjectOverlap = [OverlapSide, OverlapSide];
+
+/** The root with one trailing separator, so a prefix test compares whole components (`/a/b/` vs `/a/bc/`). */
+const asPrefix = (root: string) => (root.endsWith("/") ? root : `${root}/`);
+
+/** Component-wise: equal, inside or containing. */
+export function rootsOverlap(a: string, b: string): boolean {
+  const pa = asPrefix(a);
+  const pb = asPrefix(b);
+  return pa.startsWith(pb) || pb.startsWith(pa);
+}
+
+/**
+ * The same test in SQL over a column holding a root (`rtrim` keeps `/` as `/`). An empty root (a
+ * project without a workspace) overlaps nothing: callers exclude it, since it would read as `/`.
+ */
+const PREFIX_SQL = (col: string) => `(rtrim(${col}, '/') || '/')`;
+
+/** Every pair of existing projects whose roots overlap (rows written before the check existed). */
+export async function overlappingProjects(db: Db | Tx): Promise<ProjectOverlap[]> {
+  const r = await db.query(
+    `SELECT a.id AS a_id, a.owner AS a_owner, a.workspace_root AS a_root,
+            b.id AS b_id, b.owner AS b_owner, b.workspace_root AS b_root
+       FROM projects a JOIN projects b ON a.id < b.id
+        AND a.workspace_root <> '' AND b.workspace_root <> ''
+        AND (left(${PREFIX_SQL("b.workspace_root")}, length(${PREFIX_SQL("a.workspace_root")})) = ${PREFIX_SQL("a.workspace_root")}
+          OR left(${PREFIX_SQL("a.workspace_root")}, length(${PREFIX_SQL("b.workspace_root")})) = ${PREFIX_SQL("b.workspace_root")})
+      ORDER BY a.id, b.id`,
+  );
+  return r.rows.map((x) => [
+    { projectId: x.a_id, owner: x.a_owner, workspaceRoot: x.a_root },
+    { projectId: x.b_id, owner: x.b_owner, workspaceRoot: x.b_root },
+  ]);
+}
+
+function relation(root: string, other: string): "equal" | "inside" | "contains" {
+  if (asPrefix(root) === asPrefix(other)) return "equal";
+  return asPrefix(root).startsWith(asPrefix(other)) ? "inside" : "contains";
+}
+
+/** The refusal of a root overlapping `other`; its root is named only to who may see that project. */
+function overlapRefusal(root: string, other: OverlapSide, visible: boolean): AppError {
+  const rel = relation(root, other.workspaceRoot);
+  const where = visible ? ` (${other.workspaceRoot})` : "";
+  const what =
+    rel === "equal"
+      ? "is the root of"
+      : rel === "inside"
+        ? "lies inside the root of"
+        : "contains the root of";
+  return new AppError("PROJECT_ROOT_OVERLAPS", `${root} ${what} project ${other.projectId}${where}`, {
+    details: {
+      projectId: other.projectId,
+      relation: rel,
+      ...(visible ? { workspaceRoot: other.workspaceRoot } : {}),
+    },
+  });
+}
 
 function view(row: ProjectRow): ProjectView {
   return {
@@ -61,24 +131,70 @@ export function createProjectStore({
     return r.rows[0];
   }
 
-  return {
-    /** Projects may live only in an existing directory under a configured workspace root. */
-    async create(principal: string, name: string, workspaceRoot: string): Promise<ProjectView> {
+  let overlaps: ProjectOverlap[] = [];
+  let overlapIndex = new Map<string, string[]>();
+
+  const store = {
+    /**
+     * The real path of a requested root and the configured root it lies under; anything else (not
+     * an existing directory, outside every configured root) is WORKSPACE_NOT_ALLOWED.
+     */
+    async resolveRoot(workspaceRoot: string): Promise<{ root: string; configuredRoot: string }> {
       const requested = path.resolve(workspaceRoot);
       const real = await fs.realpath(requested).catch(() => null);
       const st = real ? await fs.stat(real).catch(() => null) : null;
       const allowed = await Promise.all(workspaceRoots.map((r) => fs.realpath(r).catch(() => null)));
-      const inside =
-        real !== null && allowed.some((r) => r !== null && (real === r || real.startsWith(r + path.sep)));
-      if (!real || !st?.isDirectory() || !inside) {
+      const configuredRoot =
+        real === null
+          ? undefined
+          : allowed.find((r) => r !== null && (real === r || real.startsWith(asPrefix(r))));
+      if (!real || !st?.isDirectory() || !configuredRoot) {
         throw new AppError(
           "WORKSPACE_NOT_ALLOWED",
           `${requested} is not an existing directory under a configured workspace root`,
         );
       }
+      return { root: real, configuredRoot };
+    },
+
+    /**
+     * Refuses (PROJECT_ROOT_OVERLAPS) a real root equal to, inside or containing another project's
+     * root; the other's root is named only if `mayView(owner)`. Unlocked: creates check again.
+     */
+    async assertNoOverlap(root: string, mayView: (owner: string) => boolean, q: Db | Tx = db) {
+      const r = await q.query(
+        `SELECT id, owner, workspace_root FROM projects
+          WHERE workspace_root <> ''
+            AND (left(${PREFIX_SQL("workspace_root")}, length($1)) = $1
+             OR left($1, length(${PREFIX_SQL("workspace_root")})) = ${PREFIX_SQL("workspace_root")})
+          ORDER BY created_at, id LIMIT 1`,
+        [asPrefix(root)],
+      );
+      const other = r.rows[0];
+      if (!other) return;
+      const side = { projectId: other.id, owner: other.owner, workspaceRoot: other.workspace_root };
+      throw overlapRefusal(root, side, mayView(other.owner));
+    },
+
+    /**
+     * Projects may live only in an existing directory under a configured workspace root that
+     * overlaps no other project's root (checked under an advisory lock: of two concurrent creates
+     * of nested roots exactly one wins). `opts.mayView` says whose roots a refusal may name
+     * (default: the caller's own projects); `opts.audit` joins the audit row's details.
+     */
+    async create(
+      principal: string,
+      name: string,
+      workspaceRoot: string,
+      opts: { mayView?: (owner: string) => boolean; audit?: Record<string, unknown> } = {},
+    ): Promise<ProjectView> {
+      const mayView = opts.mayView ?? ((owner: string) => owner === principal);
+      const { root: real } = await store.resolveRoot(workspaceRoot);
       const id = newId("prj");
       const at = clock.date();
       return withTransaction(db, async (tx) => {
+        await tx.query("SELECT pg_advisory_xact_lock($1)", [PROJECT_ROOTS_LOCK]);
+        await store.assertNoOverlap(real, mayView, tx);
         const r = await tx.query(
           `INSERT INTO projects (id, name, workspace_root, owner, created_at) VALUES ($1, $2, $3, $4, $5)
            RETURNING ${PROJECT_COLUMNS}`,
@@ -88,10 +204,52 @@ export function createProjectStore({
           at,
           principal,
           action: "project.create",
-          details: { projectId: id, workspaceRoot: real },
+          details: { projectId: id, workspaceRoot: real, ...opts.audit },
         });
         return view(r.rows[0]);
       });
+    },
+
+    /**
+     * Loads the overlapping pairs (earlier versions did not refuse them), keeps them for
+     * `overlapOf` and `overlaps`, and logs them: `host.project_overlaps` (warn with the pairs; info
+     * with count 0). Called once at start; creates never add a pair afterwards.
+     */
+    async reportOverlaps(log: Logger): Promise<ProjectOverlap[]> {
+      const pairs = await overlappingProjects(db);
+      overlaps = pairs;
+      overlapIndex = new Map();
+      for (const [a, b] of pairs) {
+        for (const [self, other] of [
+          [a, b],
+          [b, a],
+        ] as const) {
+          const list = overlapIndex.get(self.workspaceRoot) ?? [];
+          if (!list.includes(other.projectId)) list.push(other.projectId);
+          overlapIndex.set(self.workspaceRoot, list);
+        }
+      }
+      if (pairs.length === 0) log.info("host.project_overlaps", { count: 0 });
+      else
+        log.warn("host.project_overlaps", {
+          count: pairs.length,
+          message:
+            "projects whose roots overlap: their tool calls are refused with PROJECT_ROOT_OVERLAPS (docs/operations.md)",
+          pairs: pairs.map(([a, b]) =>
+            [a, b].map((x) => ({ projectId: x.projectId, workspaceRoot: x.workspaceRoot })),
+          ),
+        });
+      return pairs;
+    },
+
+    /** The projects a workspace root overlaps (loaded at start), or null: a lookup, not a query. */
+    overlapOf(workspaceRoot: string): string[] | null {
+      return overlapIndex.get(workspaceRoot) ?? null;
+    },
+
+    /** The overlapping pairs loaded at start (for `host.status`). */
+    overlaps(): readonly ProjectOverlap[] {
+      return overlaps;
     },
 
     async get(projectId: string): Promise<ProjectView> {
@@ -134,6 +292,7 @@ export function createProjectStore({
       });
     },
   };
+  return store;
 }
 
 export type ProjectStore = ReturnType<typeof createProjectStore>;
