@@ -92,6 +92,17 @@ const config = {
       to: { path: "^services/host/store/" },
     },
     {
+      name: "file-tools-only-in-the-helper",
+      comment:
+        "The file tools (workspace-files.ts) run only inside the sandboxed file helper, never in the host process: outside tools/file-helper/ only types may be imported (docs/security.md).",
+      severity: "error",
+      from: {
+        path: "^services/",
+        pathNot: ["^services/host/tools/file-helper/", "^services/host/tools/workspace-files\\.ts$", TESTS],
+      },
+      to: { path: "^services/host/tools/workspace-files\\.ts$", dependencyTypesNot: ["type-only"] },
+    },
+    {
       name: "pg-only-in-store",
       comment:
         "pg and node-pg-migrate only under services/host/store/ (and migrations/, tests/, bench/).",

@@ -2,7 +2,7 @@
 // refuses Write and Edit and creates nothing; requests without the turn's token are refused; a
 // repeated tool call returns the recorded result; EnterPlanMode / ExitPlanMode must be alone; the
 // next turn's context starts from the latest new_context the host allowed, never from a forged one.
-import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
 import type {
@@ -11,6 +11,7 @@ import type {
   ToolExecuteResult,
   TurnAssignment,
 } from "../services/protocol/schemas.ts";
+import { sandboxIds } from "./support/sandbox.ts";
 import { useStack } from "./support/stack-fixture.ts";
 import { executeTool, promptAndClaim, refusalCode } from "./support/worker-double.ts";
 
@@ -155,10 +156,10 @@ describe("agent-worker protocol", () => {
       "WORKSPACE_PATH_DENIED",
     );
     expect(existsSync(path.join(ws, ".pi/plan/x.md"))).toBe(false);
-    expect((await exec(assignment, "p5", "Bash", { command: "touch pwned" })).code).toBe(
-      "SANDBOX_UNAVAILABLE",
-    );
-    expect(existsSync(path.join(ws, "pwned"))).toBe(false);
+    // Bash runs only confined: as the sandbox user, never as the host's (root here).
+    const bash = await exec(assignment, "p5", "Bash", { command: "touch pwned" });
+    if (bash.isError) expect(bash.code).toBe("SANDBOX_UNAVAILABLE");
+    else expect(statSync(path.join(ws, "pwned")).uid).toBe(sandboxIds().uid);
   });
 
   it("EnterPlanMode or ExitPlanMode not alone in the batch fails every call of it", async () => {

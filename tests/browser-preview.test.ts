@@ -196,10 +196,9 @@ describe("BrowserPreview", () => {
         { url },
         {
           workspace: stack.dir,
-          confine: async () => {
+          readWorkspaceFile: async () => {
             throw new Error("no workspace files here");
           },
-          readFile: async () => Buffer.alloc(0),
           settings: { user: SANDBOX_USER, dataDir: stack.env.dataDir },
           maxBodyBytes: cap,
         },
@@ -220,8 +219,7 @@ describe("BrowserPreview", () => {
       { url: `${origin}/` },
       {
         workspace: stack.dir,
-        confine: async (p) => ({ abs: p, rel: p }),
-        readFile: async () => Buffer.alloc(0),
+        readWorkspaceFile: async (p) => ({ rel: p, bytes: Buffer.alloc(0) }),
         settings: { user: "pihost-no-such-user", dataDir: stack.env.dataDir },
       },
     );

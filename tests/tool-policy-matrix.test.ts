@@ -21,7 +21,7 @@ import type {
 } from "../services/protocol/schemas.ts";
 import { encodeJson } from "../services/protocol/envelope.ts";
 import { pluginWildcard } from "../services/protocol/subjects.ts";
-import { openStackDir, sandboxWorkspace } from "./support/sandbox.ts";
+import { openStackDir, sandboxWorkspace, writeSandboxFile } from "./support/sandbox.ts";
 import type { EventCollector } from "./support/stack.ts";
 import { useStack } from "./support/stack-fixture.ts";
 import { promptAndClaim } from "./support/worker-double.ts";
@@ -204,7 +204,7 @@ interface AuditRow {
 
 async function liveTurn(mode: Mode, perm: Perm) {
   const ws = sandboxWorkspace(stack, `ws-${Math.random().toString(36).slice(2, 10)}`);
-  writeFileSync(path.join(ws, "seed.txt"), "seed\n");
+  writeSandboxFile(path.join(ws, "seed.txt"), "seed\n");
   const alice = stack.rpc("alice");
   const project = await alice.call<ProjectView>("projects.create", { name: "p", workspaceRoot: ws });
   const session = await alice.call<SessionView>("session.create", {

@@ -32,6 +32,7 @@ import { testFaults, wireTestHooks } from "./bus/test-hooks.ts";
 import { createNotices } from "./sessions/notices.ts";
 import { interruptedPlanChanged, splitProposal } from "./sessions/plan-events.ts";
 import { createToolPipeline } from "./sessions/tool-pipeline.ts";
+import { cleanupLeftoverCgroups, sandboxLimits } from "./tools/sandbox-limits.ts";
 import { createToolRunner } from "./tools/tool-runner.ts";
 import { createToolAborts } from "./tools/tool-aborts.ts";
 import { createToolAdmission } from "./tools/tool-admission.ts";
@@ -83,10 +84,12 @@ async function main(): Promise<void> {
       onFenced: (m) => writerNotices.emit("fenced", m),
     },
   });
-  await reportOrphanArtifacts({ db, log });
   await ensureEventStream(nc, config.prefix, config.streamName, config.streamMaxBytes);
 
   const sessions = createSessionStore({ db, clock });
+  // Overlapping project roots (left by earlier versions) are reported, and refused at every tool call.
+  const projects = createProjectStore({ db, clock, workspaceRoots: config.workspaceRoots });
+  await projects.reportOverlaps(log);
 
   const events = createEventPublisher({ nc, prefix: config.prefix, clock });
   const dispatcher = createTurnDispatcher({
@@ -155,9 +158,20 @@ async function main(): Promise<void> {
   const hooks = wireTestHooks(
     config,
     {
-      ...createClientApi({ db, sessions, plans, supervisor, hostId: config.hostId, devMode: config.devMode }),
+      ...createClientApi({
+        db,
+        sessions,
+        plans,
+        supervisor,
+        hostId: config.hostId,
+        devMode: config.devMode,
+        projects,
+        settingsAdmins: config.settingsAdmins,
+      }),
       ...createProjectsApi({
-        store: createProjectStore({ db, clock, workspaceRoots: config.workspaceRoots }),
+        store: projects,
+        sandbox: config.tools.sandbox,
+        grantAcl: config.sandboxGrantAcl,
         devMode: config.devMode,
         settingsAdmins: config.settingsAdmins,
       }),
@@ -177,8 +191,22 @@ async function main(): Promise<void> {
     },
     { clock, faults, db, sessions, supervisor },
   );
-  // The tool runner is built once, from the configuration read at start.
+  // The tool runner is built once, from the configuration read at start. Each sandbox's own bounds:
+  // cgroups left by a host process that is gone are removed; which bounds hold here is said plainly.
   const runner = createToolRunner(config.tools);
+  const leftover = await cleanupLeftoverCgroups(config.tools.sandbox);
+  const bounds = (await sandboxLimits(config.tools.sandbox)).describe();
+  log[bounds.kind === "none" ? "warn" : "info"]("host.sandbox_bounds", {
+    ...bounds,
+    leftoverRemoved: leftover.removed,
+    leftoverFailed: leftover.failed.length,
+    ...(bounds.kind === "none"
+      ? {
+          guarantee:
+            "weaker: no per-sandbox process or memory limit (no usable cgroup); one session can exhaust the machine for all (docs/operations.md)",
+        }
+      : {}),
+  });
   const tools = createToolPipeline({
     db,
     clock,
@@ -189,6 +217,7 @@ async function main(): Promise<void> {
     permissions,
     runner,
     aborts,
+    projects,
     plugins: createPluginCaller({ nc, prefix: config.prefix }),
     admission: createToolAdmission({
       maxConcurrent: config.toolsMaxConcurrent,
@@ -215,6 +244,11 @@ async function main(): Promise<void> {
     prefix: config.prefix,
     devMode: config.devMode,
   });
+  // Plan files no row names (a crash between file and row), listed by a sandboxed helper per
+  // workspace: after the host serves, so a slow listing never delays start. Reporting only.
+  void reportOrphanArtifacts({ db, log, listPlanFiles: (root) => runner.listPlanFiles(root) }).catch((err) =>
+    log.warn("host.orphan_artifacts_failed", errorFields(err)),
+  );
 
   let stopping = false;
   const shutdown = async (signal: string) => {
@@ -225,6 +259,7 @@ async function main(): Promise<void> {
     dispatcher.stop();
     await service.stop().catch(() => {});
     supervisor.stopAll();
+    await runner.close().catch(() => {});
     await nc.drain().catch(() => {});
     await db.end().catch(() => {});
     process.exit(0);

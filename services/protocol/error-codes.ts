@@ -176,7 +176,8 @@ export const errorCodeInfo: Record<ErrorCode, ErrorCodeInfo> = {
   FILE_IS_BINARY: { retriable: false, message: "Read refuses binary files." },
   FILE_NOT_READABLE: {
     retriable: false,
-    message: "The sandbox user may not read (or write) that file; the host never reads it for the agent.",
+    message:
+      "The sandbox user may not read (or write) that file (the host never reads it for the agent), or the host cannot read a plan file (or it is larger than any plan).",
   },
   EDIT_NO_MATCH: { retriable: false, message: "Edit's old text does not occur in the file." },
   EDIT_NOT_UNIQUE: { retriable: false, message: "Edit's old text occurs more than once." },
@@ -188,7 +189,8 @@ export const errorCodeInfo: Record<ErrorCode, ErrorCodeInfo> = {
   PLAN_MARKDOWN_TOO_LARGE: { retriable: false, message: "The plan is larger than 512 KiB." },
   PLAN_ARTIFACT_PATH_UNSAFE: {
     retriable: false,
-    message: ".pi or .pi/plan is a symlink or not a directory, or the path escapes the workspace.",
+    message:
+      ".pi or .pi/plan is a symlink, not a folder or not sealed (owner, group/other write, an ACL write entry, a default ACL), or a plan file is a symlink or not a regular file; nothing was repaired.",
   },
   PLAN_ARTIFACT_WRITE_FAILED: {
     retriable: true,

@@ -1,7 +1,7 @@
 // Helpers for the Bash sandbox tests: the sandbox user, workspaces it can write, and a /proc scan
 // for processes that outlived their sandbox.
 import { execFileSync } from "node:child_process";
-import { chmodSync, chownSync, readdirSync, readFileSync } from "node:fs";
+import { chmodSync, chownSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import type { ProjectView, SessionView, TurnAssignment } from "../../services/protocol/schemas.ts";
 import type { Stack } from "./stack.ts";
 import { promptAndClaim } from "./worker-double.ts";
@@ -26,6 +26,13 @@ export function sandboxWorkspace(stack: Stack, name: string): string {
   const { uid, gid } = sandboxIds();
   chownSync(ws, uid, gid);
   return ws;
+}
+
+/** Writes a workspace file as the agent would have: owned by the sandbox user (so Edit may change it). */
+export function writeSandboxFile(file: string, content: string): void {
+  writeFileSync(file, content);
+  const { uid, gid } = sandboxIds();
+  chownSync(file, uid, gid);
 }
 
 /** Pids of live (not zombie) processes whose command line contains marker. */

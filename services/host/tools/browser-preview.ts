@@ -19,6 +19,7 @@ import {
   type SandboxSettings,
   systemBinds,
 } from "./sandbox.ts";
+import { OOM_SCORE_ADJ, sandboxLimits } from "./sandbox-limits.ts";
 
 export const MAX_WAIT_MS = 10_000;
 export const MAX_PREVIEW_TEXT_BYTES = 16 * 1024;
@@ -77,10 +78,11 @@ export function runNewContext(args: Record<string, unknown>): ToolExecuteResult 
 
 export interface PreviewContext {
   workspace: string;
-  /** Resolves a workspace path like Read does (throws PATH_OUTSIDE_WORKSPACE / WORKSPACE_PATH_DENIED). */
-  confine: (p: string) => Promise<{ abs: string; rel: string }>;
-  /** Reads a confined file (O_NOFOLLOW, bounded). */
-  readFile: (abs: string) => Promise<Buffer>;
+  /**
+   * Reads a workspace file for the page as Read would confine it (throws PATH_OUTSIDE_WORKSPACE,
+   * WORKSPACE_PATH_DENIED, FILE_NOT_FOUND): the session's file helper, as the sandbox user.
+   */
+  readWorkspaceFile: (p: string) => Promise<{ rel: string; bytes: Buffer }>;
   sessionId?: string;
   signal?: AbortSignal;
   /** The sandbox's configuration (the tool runner's, read once at start). */
@@ -107,7 +109,7 @@ export function isFetchable(u: URL, allowedOrigins: readonly string[] = []): boo
 /** Decides where a BrowserPreview URL may go; throws the refusal. */
 export async function previewTarget(
   raw: string,
-  ctx: Pick<PreviewContext, "confine" | "allowedOrigins">,
+  ctx: Pick<PreviewContext, "readWorkspaceFile" | "allowedOrigins">,
 ): Promise<PreviewTarget> {
   let u: URL;
   try {
@@ -119,7 +121,7 @@ export async function previewTarget(
   if (u.protocol === "file:") {
     if (u.host && u.host !== "localhost")
       throw new AppError("BROWSER_URL_NOT_ALLOWED", "file URLs must not name a host");
-    const { rel } = await ctx.confine(fileURLToPath(u));
+    const { rel } = await ctx.readWorkspaceFile(fileURLToPath(u));
     return { kind: "workspace", rel };
   }
   throw new AppError(
@@ -132,8 +134,12 @@ function shellQuote(s: string): string {
   return `'${s.replaceAll("'", "'\\''")}'`;
 }
 
-/** The wrapper playwright starts: it execs Chromium in the sandbox with playwright's arguments. */
-async function writeWrapper(dir: string, settings: SandboxSettings): Promise<string> {
+/**
+ * The wrapper playwright starts (as root): it joins the browser's own cgroup and sets its
+ * oom_score_adj (sandbox-limits.ts; exit 125 if it cannot), then execs Chromium in the sandbox with
+ * playwright's arguments. `release` kills what is left in that cgroup and removes it.
+ */
+async function writeWrapper(dir: string, settings: SandboxSettings, label: string) {
   const bwrap = findProgram("bwrap");
   const setpriv = findProgram("setpriv");
   if (!bwrap) throw new AppError("SANDBOX_UNAVAILABLE", "bwrap (Debian package bubblewrap) is not installed");
@@ -174,9 +180,12 @@ async function writeWrapper(dir: string, settings: SandboxSettings): Promise<str
     "--",
     chrome,
   ];
+  const bounds = await (await sandboxLimits(settings)).create(`browser-${label}`);
+  const join = bounds.procsFiles.map((f) => `echo $$ > ${shellQuote(f)} || exit 125\n`).join("");
   // Playwright's profile folder is a host path; the browser gets a fresh one in its private /tmp.
   const script = `#!/bin/bash
-args=()
+echo ${OOM_SCORE_ADJ} > /proc/self/oom_score_adj || exit 125
+${join}args=()
 for a in "$@"; do
   case "$a" in
     --user-data-dir=*) args+=("--user-data-dir=/tmp/profile") ;;
@@ -186,8 +195,11 @@ done
 exec ${sandbox.map(shellQuote).join(" ")} "\${args[@]}"
 `;
   const file = path.join(dir, "chromium-sandboxed");
-  await fs.writeFile(file, script, { mode: 0o700 });
-  return file;
+  await fs.writeFile(file, script, { mode: 0o700 }).catch(async (err) => {
+    await bounds.release();
+    throw err;
+  });
+  return { file, release: bounds.release };
 }
 
 function isExecutable(p: string): boolean {
@@ -273,14 +285,15 @@ export async function runBrowserPreview(
   const sessionId = ctx.sessionId ?? `call-${randomBytes(9).toString("base64url")}`;
   const tmp = await fs.mkdtemp(path.join(os.tmpdir(), "pihost-browser-"));
   let browser: Awaited<ReturnType<typeof chromium.launch>> | null = null;
+  let bounds: (() => Promise<void>) | null = null;
   const onAbort = () => void browser?.close().catch(() => {});
   ctx.signal?.addEventListener("abort", onAbort, { once: true });
   try {
-    let executablePath: string;
     try {
-      executablePath = await writeWrapper(tmp, settings);
+      const wrapper = await writeWrapper(tmp, settings, sessionId);
+      bounds = wrapper.release;
       browser = await chromium.launch({
-        executablePath,
+        executablePath: wrapper.file,
         args: CHROMIUM_FLAGS,
         timeout: LAUNCH_TIMEOUT_MS,
         env: {},
@@ -317,8 +330,7 @@ export async function runBrowserPreview(
             return route.fulfill({ status: 400, body: "bad path" });
           }
           try {
-            const { abs, rel: clean } = await ctx.confine(rel);
-            const body = await ctx.readFile(abs);
+            const { rel: clean, bytes: body } = await ctx.readWorkspaceFile(rel);
             served++;
             return route.fulfill({ status: 200, contentType: mimeOf(clean), body });
           } catch (err) {
@@ -378,6 +390,7 @@ export async function runBrowserPreview(
   } finally {
     ctx.signal?.removeEventListener("abort", onAbort);
     await browser?.close().catch(() => {});
+    await bounds?.();
     await fs.rm(tmp, { recursive: true, force: true });
   }
 }
