@@ -14,10 +14,10 @@ import {
   rootsOverlap,
 } from "../services/host/store/project-store.ts";
 import { AppError } from "../services/protocol/app-error.ts";
-import type { ProjectView, SessionView } from "../services/protocol/schemas.ts";
-import { openStackDir } from "./support/sandbox.ts";
+import type { ProjectView } from "../services/protocol/schemas.ts";
+import { agentTurnIn, openStackDir, toolCaller } from "./support/sandbox.ts";
 import { useStack } from "./support/stack-fixture.ts";
-import { executeTool, promptAndClaim, refusalCode } from "./support/worker-double.ts";
+import { refusalCode } from "./support/worker-double.ts";
 
 const stack = useStack("projoverlap", {
   extra: { PI_TURN_LEASE_MS: String(3600_000) },
@@ -43,16 +43,8 @@ const create = (root: string, principal = "alice") =>
     .rpc(principal)
     .call<ProjectView>("projects.create", { name: path.basename(root), workspaceRoot: root });
 
-async function turnIn(projectId: string) {
-  const session = await stack
-    .rpc("alice")
-    .call<SessionView>("session.create", { projectId, mode: "agent", permissionMode: "auto" });
-  return promptAndClaim(stack, session.id);
-}
-
-let n = 0;
-const call = (a: Awaited<ReturnType<typeof turnIn>>, tool: string, args: Record<string, unknown>) =>
-  executeTool(stack, a, `c${++n}`, tool, args);
+const turnIn = (projectId: string) => agentTurnIn(stack, projectId);
+const call = toolCaller(stack);
 
 describe("overlapping project roots", () => {
   it("compares whole path components", () => {

@@ -110,7 +110,11 @@ describe("sandbox network per project", () => {
       expect(await outside(`exec 3<>/dev/tcp/127.0.0.1/${port} && echo OPEN`)).toBe("OPEN\n");
       for (const addr of ["127.0.0.1", "10.0.2.2"]) {
         const r = await bash(assignment, `exec 3<>/dev/tcp/${addr}/${port} && echo OPEN`);
-        expect({ addr, port, code: r.code }).toEqual({ addr, port, code: "TOOL_FAILED" });
+        expect({ addr, port, code: r.code }, JSON.stringify(r.content)).toEqual({
+          addr,
+          port,
+          code: "TOOL_FAILED",
+        });
       }
     }
     // slirp4netns ended with the command: no helper left behind.

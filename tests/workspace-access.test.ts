@@ -16,11 +16,10 @@ import path from "node:path";
 import { describe, expect, it } from "vitest";
 import { checkSandboxAccess, grantSandboxAccess } from "../services/host/tools/workspace-access.ts";
 import { AppError } from "../services/protocol/app-error.ts";
-import type { ProjectView, SessionView } from "../services/protocol/schemas.ts";
-import { openStackDir, SANDBOX_USER } from "./support/sandbox.ts";
+import type { ProjectView } from "../services/protocol/schemas.ts";
+import { agentTurnIn, openStackDir, SANDBOX_USER, toolCaller } from "./support/sandbox.ts";
 import type { Stack } from "./support/stack.ts";
 import { useStack } from "./support/stack-fixture.ts";
-import { executeTool, promptAndClaim } from "./support/worker-double.ts";
 
 const settings = { user: SANDBOX_USER };
 /** The ACL of each path, symlinks not followed (getfacl -P), header lines kept. */
@@ -84,15 +83,8 @@ describe("with PI_SANDBOX_GRANT_ACL on", () => {
     host: true,
   });
 
-  async function turnIn(projectId: string) {
-    const session = await stack
-      .rpc("alice")
-      .call<SessionView>("session.create", { projectId, mode: "agent", permissionMode: "auto" });
-    return promptAndClaim(stack, session.id);
-  }
-  let n = 0;
-  const call = (a: Awaited<ReturnType<typeof turnIn>>, tool: string, args: Record<string, unknown>) =>
-    executeTool(stack, a, `c${++n}`, tool, args);
+  const turnIn = (projectId: string) => agentTurnIn(stack, projectId);
+  const call = toolCaller(stack);
 
   it("grants through ACLs: Bash touch and Edit of a root-written file work; .pi and /etc get nothing", async () => {
     const ws = mktempWorkspace(stack, "on");

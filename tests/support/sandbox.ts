@@ -4,7 +4,7 @@ import { execFileSync } from "node:child_process";
 import { chmodSync, chownSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import type { ProjectView, SessionView, TurnAssignment } from "../../services/protocol/schemas.ts";
 import type { Stack } from "./stack.ts";
-import { promptAndClaim } from "./worker-double.ts";
+import { executeTool, promptAndClaim } from "./worker-double.ts";
 
 export const SANDBOX_USER = process.env.PI_SANDBOX_USER || "pihost-sandbox";
 
@@ -64,4 +64,19 @@ export async function sandboxTurn(
     permissionMode,
   });
   return { ws, projectId: project.id, assignment: await promptAndClaim(stack, session.id) };
+}
+
+/** A live Agent turn under `auto` in a new session of alice's project (claimed as the worker). */
+export async function agentTurnIn(stack: Stack, projectId: string): Promise<TurnAssignment> {
+  const session = await stack
+    .rpc("alice")
+    .call<SessionView>("session.create", { projectId, mode: "agent", permissionMode: "auto" });
+  return promptAndClaim(stack, session.id);
+}
+
+/** tools.execute as the worker, each call with a fresh toolCallId. */
+export function toolCaller(stack: Stack) {
+  let n = 0;
+  return (a: TurnAssignment, tool: string, args: Record<string, unknown>) =>
+    executeTool(stack, a, `c${++n}`, tool, args);
 }

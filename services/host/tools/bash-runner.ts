@@ -16,6 +16,8 @@ export const BASH_MAX_TIMEOUT_S = 300;
 /** Longest command accepted, in UTF-8 bytes: it is one argument of the sandbox's bash, and Linux
  * refuses a single argument over 128 KiB (MAX_ARG_STRLEN) at exec. */
 export const BASH_MAX_COMMAND_BYTES = 100_000;
+/** Starts of the sandbox one call may take when bwrap fails before the command ran. */
+export const BASH_SANDBOX_ATTEMPTS = 2;
 /** Bytes of each stream kept in the final result. */
 export const MAX_RESULT_BYTES = 64 * 1024;
 /** Bytes of each stream streamed as tool.output events; the rest is counted, not sent. */
@@ -141,6 +143,7 @@ async function runBashIn(
   ctx: BashContext,
   settings: SandboxSettings,
   sessionId: string,
+  attempt = 1,
 ): Promise<ToolExecuteResult> {
   const parsed = parseBashArgs(args, ctx.defaultTimeoutMs ?? BASH_DEFAULT_TIMEOUT_MS);
   if ("content" in parsed) return parsed;
@@ -247,13 +250,23 @@ async function runBashIn(
   if (!live && failure)
     return result("SANDBOX_UNAVAILABLE", `${failure}; nothing ran`, { reason: failure, network: true });
   if (!live && !reason) {
+    // The command never ran (it waits at the gate until the sandbox reports it is up), so a sandbox
+    // that failed to come up is tried once more: bwrap's namespace setup fails now and then under
+    // heavy load (a loopback address the kernel refused) and works the next time.
+    if (attempt < BASH_SANDBOX_ATTEMPTS && !ctx.signal?.aborted)
+      return runBashIn(args, ctx, settings, sessionId, attempt + 1);
     // bwrap's own words (a folder it could not bind, a namespace it may not create) are the real
     // reason: the person reads it in the result, not only in a database row.
     const said = details.stderr.trim().split("\n").slice(-5).join("\n").slice(0, 2000);
     return result(
       "SANDBOX_UNAVAILABLE",
       `the sandbox did not start, nothing ran: ${said || `bwrap exited with ${exit.code ?? exit.signal}`}`,
-      { reason: said || "bwrap failed to start", bwrapExitCode: exit.code, bwrapStderr: details.stderr },
+      {
+        reason: said || "bwrap failed to start",
+        bwrapExitCode: exit.code,
+        bwrapStderr: details.stderr,
+        attempts: attempt,
+      },
     );
   }
   if (reason === "timeout")
