@@ -6,6 +6,7 @@ import { closeSync, constants, openSync, promises as fs } from "node:fs";
 import net from "node:net";
 import os from "node:os";
 import path from "node:path";
+import { oncePerKey } from "./once-per-key.ts";
 import { type SandboxUser, sandboxUnavailable } from "./sandbox-user.ts";
 
 /**
@@ -70,17 +71,9 @@ export async function prepareScratch(settings: { dataDir: string }, sessionId: s
  * inside a sandbox there is only the one workspace.
  */
 export function prepareSandboxEtc(dataDir: string): Promise<string> {
-  const dir = path.join(dataDir, "sandbox-etc");
-  let ready = preparedEtc.get(dir);
-  if (!ready) {
-    // Once per folder and process; concurrent sandbox starts share the one preparation.
-    ready = writeSandboxEtc(dir);
-    preparedEtc.set(dir, ready);
-    ready.catch(() => preparedEtc.delete(dir));
-  }
-  return ready;
+  return sandboxEtc(path.join(dataDir, "sandbox-etc"));
 }
-const preparedEtc = new Map<string, Promise<string>>();
+const sandboxEtc = oncePerKey(writeSandboxEtc);
 
 async function writeSandboxEtc(dir: string): Promise<string> {
   await fs.mkdir(dir, { recursive: true, mode: 0o755 });

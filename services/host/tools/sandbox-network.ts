@@ -4,6 +4,7 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { promises as fs } from "node:fs";
 import path from "node:path";
+import { oncePerKey } from "./once-per-key.ts";
 import { asUser, type SandboxUser } from "./sandbox-user.ts";
 
 /** slirp4netns's default addresses: the sandbox is 10.0.2.100, the DNS forwarder 10.0.2.3. */
@@ -11,19 +12,11 @@ const SLIRP_DNS = "10.0.2.3";
 /** How long slirp4netns may take to configure the sandbox's tap0 before the call is refused. */
 const SLIRP_READY_TIMEOUT_MS = 10_000;
 
-/** prepareNetworkEtc's folder by data folder: written once per host process, not on every call. */
-const networkEtc = new Map<string, Promise<string>>();
-
-/** The /etc files of a sandbox with network, written by the host (readable by the sandbox user). */
-export function prepareNetworkEtc(dataDir: string): Promise<string> {
-  let ready = networkEtc.get(dataDir);
-  if (!ready) {
-    ready = writeNetworkEtc(dataDir);
-    networkEtc.set(dataDir, ready);
-    ready.catch(() => networkEtc.delete(dataDir));
-  }
-  return ready;
-}
+/**
+ * The /etc files of a sandbox with network, written by the host (readable by the sandbox user),
+ * once per data folder and host process, not on every call.
+ */
+export const prepareNetworkEtc: (dataDir: string) => Promise<string> = oncePerKey(writeNetworkEtc);
 
 async function writeNetworkEtc(dataDir: string): Promise<string> {
   const dir = path.join(dataDir, "sandbox-etc");

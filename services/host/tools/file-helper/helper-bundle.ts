@@ -6,6 +6,7 @@ import { promises as fs } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { build } from "esbuild";
+import { oncePerKey } from "../once-per-key.ts";
 
 const ENTRY = fileURLToPath(new URL("./helper-main.ts", import.meta.url));
 /** CommonJS dependencies (picomatch) call require() for Node's own modules. */
@@ -19,20 +20,12 @@ export interface HelperBundle {
   file: string;
 }
 
-const built = new Map<string, Promise<HelperBundle>>();
-
 /** The bundle under `dataDir`, built on the first call of this process (later calls share it). */
 export function helperBundle(dataDir: string): Promise<HelperBundle> {
-  const key = path.resolve(dataDir);
-  let p = built.get(key);
-  if (!p) {
-    p = buildBundle(key);
-    built.set(key, p);
-    // A failed build is not remembered: the next call tries again.
-    p.catch(() => built.delete(key));
-  }
-  return p;
+  return built(path.resolve(dataDir));
 }
+// A failed build is not remembered: the next call tries again.
+const built = oncePerKey(buildBundle);
 
 async function buildBundle(dataDir: string): Promise<HelperBundle> {
   const out = await build({
