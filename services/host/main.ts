@@ -49,6 +49,23 @@ async function main(): Promise<void> {
         "DEVELOPMENT MODE: NATS without authentication; the principal in each subject is taken as given. Do not expose this host.",
     });
   }
+  // NATS first: a bus that checks no credentials lets anyone act as anyone, so outside development
+  // mode the host refuses it before it touches the database (the refusal changes nothing).
+  const nc = await connect({
+    servers: config.natsUrl,
+    name: `pi-host ${config.hostId}`,
+    maxReconnectAttempts: -1,
+    ...(config.natsUser ? { user: config.natsUser, pass: config.natsPassword ?? "" } : {}),
+  });
+  if (!config.devMode && nc.info?.auth_required !== true) {
+    log.error("host.nats_unauthenticated", {
+      natsUrl: config.natsUrl.replace(/\/\/[^@/]*@/, "//"),
+      message:
+        "the NATS server does not require authentication, so any connection could act as any person or worker; run nats-server with the authenticated configuration (docs/operations.md) or, for development only, set PI_DEV_MODE=1",
+    });
+    await nc.close().catch(() => {});
+    process.exit(2);
+  }
   const clock = createClock();
   await checkDatabase(config.databaseUrl);
   const applied = await migrateUp({ databaseUrl: config.databaseUrl });
@@ -56,13 +73,6 @@ async function main(): Promise<void> {
   // The fence runs on a pool of its own; every later write goes through the writer pool below,
   // which carries this incarnation (docs/architecture.md: a superseded incarnation cannot commit).
   const fenceDb = createDb(config.databaseUrl, { max: 2 });
-
-  const nc = await connect({
-    servers: config.natsUrl,
-    name: `pi-host ${config.hostId}`,
-    maxReconnectAttempts: -1,
-    ...(config.natsUser ? { user: config.natsUser, pass: config.natsPassword ?? "" } : {}),
-  });
 
   // The fence runs before the first subscription: nothing is answered for fenced work.
   const fence = await runStartupFence({

@@ -1,0 +1,110 @@
+// Issue #11 clause 6: outside development mode the host refuses a NATS server that does not check
+// credentials (any connection could act as any person or worker), before it touches the database;
+// against a server that does require them it starts. Each test runs its own nats-server.
+import { type ChildProcess, spawn } from "node:child_process";
+import { mkdtempSync, rmSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { connect } from "@nats-io/transport-node";
+import { afterEach, describe, expect, it } from "vitest";
+import { hostEnv, spawnTs } from "./support/processes.ts";
+import { useStack } from "./support/stack-fixture.ts";
+import { freePort, startPrivateNats } from "./support/test-nats.ts";
+
+const stack = useStack("natsauth");
+const cleanups: Array<() => Promise<void>> = [];
+afterEach(async () => {
+  for (const c of cleanups.splice(0).reverse()) await c();
+});
+
+/** Production mode: credentials given, no PI_DEV_MODE. */
+function productionEnv(natsUrl: string) {
+  const env: Record<string, string | undefined> = {
+    ...hostEnv(stack.env),
+    NATS_URL: natsUrl,
+    NATS_USER: "pihost",
+    NATS_PASSWORD: "s3cret-for-the-test",
+  };
+  delete env.PI_DEV_MODE;
+  delete env.PI_TEST_HOOKS;
+  return env;
+}
+
+async function tables(): Promise<number> {
+  const r = await stack.db.pool.query(
+    "SELECT count(*)::int AS n FROM information_schema.tables WHERE table_schema = 'public'",
+  );
+  return r.rows[0].n;
+}
+
+async function authNats(): Promise<string> {
+  const port = await freePort();
+  const dir = mkdtempSync(path.join(os.tmpdir(), "pihost-nats-auth-"));
+  const child: ChildProcess = spawn(
+    "nats-server",
+    [
+      "-a",
+      "127.0.0.1",
+      "-p",
+      String(port),
+      "-js",
+      "-sd",
+      dir,
+      "--user",
+      "pihost",
+      "--pass",
+      "s3cret-for-the-test",
+    ],
+    { stdio: "ignore" },
+  );
+  cleanups.push(async () => {
+    if (child.exitCode === null && child.signalCode === null) {
+      const exited = new Promise((r) => child.once("exit", r));
+      child.kill("SIGKILL");
+      await exited;
+    }
+    rmSync(dir, { recursive: true, force: true });
+  });
+  const url = `nats://127.0.0.1:${port}`;
+  for (const end = Date.now() + 10_000; ; ) {
+    try {
+      const nc = await connect({
+        servers: url,
+        user: "pihost",
+        pass: "s3cret-for-the-test",
+        reconnect: false,
+      });
+      await nc.close();
+      return url;
+    } catch (err) {
+      if (Date.now() > end) throw err;
+      await new Promise((r) => setTimeout(r, 50));
+    }
+  }
+}
+
+describe("a production-mode host and NATS authentication", () => {
+  it("refuses a NATS that checks no credentials: exits non-zero within seconds, names the fix, touches nothing", async () => {
+    const open = await startPrivateNats();
+    cleanups.push(open.stop);
+    expect(await tables()).toBe(0);
+    const t0 = Date.now();
+    const host = spawnTs("services/host/main.ts", productionEnv(open.url));
+    cleanups.push(() => host.kill());
+    const refusal = await host.waitForEvent("host.nats_unauthenticated", 15_000);
+    expect(String(refusal.message)).toMatch(/does not require authentication/);
+    expect(String(refusal.message)).toMatch(/docs\/operations\.md|PI_DEV_MODE=1/);
+    expect(await host.exited).not.toBe(0);
+    expect(Date.now() - t0).toBeLessThan(15_000);
+    // Nothing was migrated, fenced or written.
+    expect(await tables()).toBe(0);
+  }, 30_000);
+
+  it("starts against a NATS that requires the credentials it was given", async () => {
+    const url = await authNats();
+    const host = spawnTs("services/host/main.ts", productionEnv(url));
+    cleanups.push(() => host.stop());
+    await host.waitForEvent("host.ready", 30_000);
+    expect(host.lines.join("\n")).not.toContain("host.nats_unauthenticated");
+  }, 45_000);
+});
