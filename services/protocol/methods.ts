@@ -49,6 +49,8 @@ import {
   HostStatus,
   PlansPendingParams,
   PlansResolveParams,
+  ProjectMemberParams,
+  ProjectMembersView,
   PromptResult,
   ProposalList,
   ProposalView,
@@ -62,15 +64,16 @@ import {
 
 /**
  * Who may call a method: a person on `<prefix>.rpc.<principal>.*` or an agent worker on `<prefix>.agent.*`.
- * `gate` is the documented check: `any` principal; the session's (or task's) `owner`; an `approver`
- * (owner or approver); a settings `admin` (PI_SETTINGS_ADMINS, any principal in development mode); a
- * worker's turn `token`, checked before the params; `none` for a worker's claim.
+ * `gate` is the documented check: `any` principal; the session's (task's, project's) `owner`; an
+ * `approver` (owner or approver); a `member` of the project; a settings `admin` (PI_SETTINGS_ADMINS,
+ * any principal in development mode); a worker's turn `token`, checked before the params; `none` for
+ * a worker's claim.
  */
 export interface MethodSpec {
   caller: "person" | "worker";
   /** The handler file that serves it (services/host/bus/<group>-api.ts). */
   group: "client" | "projects" | "scheduling" | "permissions" | "plugins" | "agent";
-  gate: "any" | "owner" | "approver" | "admin" | "token" | "none";
+  gate: "any" | "owner" | "approver" | "member" | "admin" | "token" | "none";
   params: TSchema;
   result: TSchema;
   /** The request field that names (or leads to) the session the request concerns. */
@@ -111,9 +114,24 @@ export const METHODS = {
     result: ProjectView,
   },
   "projects.get": {
-    ...person("projects", "any", null, ["PROJECT_NOT_FOUND"]),
+    ...person("projects", "member", null, ["PROJECT_NOT_FOUND", "FORBIDDEN"]),
     params: ProjectRef,
     result: ProjectView,
+  },
+  "projects.members.list": {
+    ...person("projects", "member", null, ["PROJECT_NOT_FOUND", "FORBIDDEN"]),
+    params: ProjectRef,
+    result: ProjectMembersView,
+  },
+  "projects.members.add": {
+    ...person("projects", "owner", null, ["PROJECT_NOT_FOUND", "FORBIDDEN"]),
+    params: ProjectMemberParams,
+    result: ProjectMembersView,
+  },
+  "projects.members.remove": {
+    ...person("projects", "owner", null, ["PROJECT_NOT_FOUND", "FORBIDDEN"]),
+    params: ProjectMemberParams,
+    result: ProjectMembersView,
   },
   "projects.configure": {
     ...person("projects", "admin", null, ["FORBIDDEN", "PROJECT_NOT_FOUND", "PROJECT_VERSION_CONFLICT"]),
@@ -121,7 +139,7 @@ export const METHODS = {
     result: ProjectView,
   },
   "session.create": {
-    ...person("client", "any", null, ["PROJECT_NOT_FOUND"]),
+    ...person("client", "member", null, ["PROJECT_NOT_FOUND", "FORBIDDEN"]),
     params: SessionCreateParams,
     result: SessionView,
   },

@@ -116,6 +116,24 @@ export type PlansResolveParams = Static<typeof PlansResolveParams>;
 
 export const ArtifactsReadParams = Type.Object({ proposalId: Id }, { additionalProperties: false });
 
+// ---- project members (docs/security.md "Projects have owners and members") ----------------------
+
+export const ProjectMemberParams = Type.Object(
+  { projectId: Id, principal: Principal },
+  { additionalProperties: false },
+);
+export type ProjectMemberParams = Static<typeof ProjectMemberParams>;
+
+export const ProjectMembersView = Type.Object({
+  projectId: Type.String(),
+  owner: Type.String(),
+  /** The owner first; `addedBy` null for members the project-members migration derived. */
+  members: Type.Array(
+    Type.Object({ principal: Type.String(), addedBy: Nullable(Type.String()), addedAt: Timestamp }),
+  ),
+});
+export type ProjectMembersView = Static<typeof ProjectMembersView>;
+
 // ---- views (results) ---------------------------------------------------------------------------
 
 const PlanningStateSchema = Type.Union([

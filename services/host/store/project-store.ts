@@ -2,6 +2,7 @@
 // and its tool settings (network for the sandbox, BrowserPreview origins). Every change is one audited
 // transaction on the host clock; tool calls read the settings on every call. No two project roots
 // overlap (equal, inside or containing); overlaps left by earlier versions are kept here, reported.
+// Who may see and use a project: its members (project-members.ts); the owner is one from the start.
 import { promises as fs } from "node:fs";
 import path from "node:path";
 import { AppError } from "../../protocol/app-error.ts";
@@ -15,6 +16,7 @@ import { appendAudit } from "./audit-log.ts";
 import type { Clock } from "../clock.ts";
 import { type Db, type Tx, withTransaction } from "./db.ts";
 import { newId } from "../ids.ts";
+import { createProjectMembers, isMemberSql } from "./project-members.ts";
 
 interface ProjectRow {
   id: string;
@@ -133,8 +135,12 @@ export function createProjectStore({
 
   let overlaps: ProjectOverlap[] = [];
   let overlapIndex = new Map<string, string[]>();
+  const members = createProjectMembers({ db, clock });
 
   const store = {
+    /** Who may see and use each project: members.add / remove / list. */
+    members,
+
     /**
      * The real path of a requested root and the configured root it lies under; anything else (not
      * an existing directory, outside every configured root) is WORKSPACE_NOT_ALLOWED.
@@ -200,6 +206,7 @@ export function createProjectStore({
            RETURNING ${PROJECT_COLUMNS}`,
           [id, name, real, principal, at],
         );
+        await members.addOwner(tx, id, principal, at);
         await appendAudit(tx, {
           at,
           principal,
@@ -252,8 +259,15 @@ export function createProjectStore({
       return overlaps;
     },
 
-    async get(projectId: string): Promise<ProjectView> {
-      return view(await getRow(db, projectId));
+    /** The project, to a member only: PROJECT_NOT_FOUND, else FORBIDDEN for anyone else. */
+    async get(principal: string, projectId: string): Promise<ProjectView> {
+      const r = await db.query(
+        `SELECT ${PROJECT_COLUMNS}, ${isMemberSql("id", "$2")} AS member FROM projects WHERE id = $1`,
+        [projectId, principal],
+      );
+      if (r.rowCount === 0) throw new AppError("PROJECT_NOT_FOUND");
+      if (r.rows[0].member !== true) throw new AppError("FORBIDDEN");
+      return view(r.rows[0]);
     },
 
     /**
