@@ -7,7 +7,7 @@ import { describe, expect, it } from "vitest";
 import type { ProjectView, SessionView } from "../services/protocol/schemas.ts";
 import { eventStreamName, HOST_SERVICE_NAME } from "../services/protocol/subjects.ts";
 import { hostEnv, spawnTs } from "./support/processes.ts";
-import { eventually } from "./support/stack.ts";
+import { addMembers, eventually } from "./support/stack.ts";
 import { useStack } from "./support/stack-fixture.ts";
 
 const stack = useStack("svc", { host: true });
@@ -40,6 +40,7 @@ describe("host service", () => {
     const alice = stack.rpc("alice");
     const ws = stack.newWorkspace("svc");
     const project = await alice.call<ProjectView>("projects.create", { name: "svc", workspaceRoot: ws });
+    await addMembers(stack, project.id, ["bob"]);
     const session = await alice.call<SessionView>("session.create", {
       projectId: project.id,
       mode: "plan",

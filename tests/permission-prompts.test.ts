@@ -12,7 +12,7 @@ import type { PermissionRequestView } from "../services/protocol/permission-sche
 import type { ScheduledRunView, ScheduledTaskView } from "../services/protocol/scheduling-schemas.ts";
 import type { ProjectView, SessionView, TurnAssignment, TurnOffer } from "../services/protocol/schemas.ts";
 import { agentSubject } from "../services/protocol/subjects.ts";
-import type { EventCollector } from "./support/stack.ts";
+import { addMembers, type EventCollector } from "./support/stack.ts";
 import { useStack } from "./support/stack-fixture.ts";
 import { promptAndClaim, refusalCode, executeTool } from "./support/worker-double.ts";
 
@@ -25,6 +25,7 @@ async function liveTurn(
   const ws = stack.newWorkspace(`ws-${Math.random().toString(36).slice(2, 8)}`);
   const alice = stack.rpc("alice");
   const project = await alice.call<ProjectView>("projects.create", { name: "p", workspaceRoot: ws });
+  await addMembers(stack, project.id, opts.approvers ?? []);
   const session = await alice.call<SessionView>("session.create", {
     projectId: project.id,
     mode: opts.mode ?? "agent",

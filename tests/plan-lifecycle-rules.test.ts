@@ -12,7 +12,7 @@ import type {
   TurnAssignment,
 } from "../services/protocol/schemas.ts";
 import { hostPlanDir } from "./support/plans.ts";
-import { eventually } from "./support/stack.ts";
+import { addMembers, eventually } from "./support/stack.ts";
 import { useStack } from "./support/stack-fixture.ts";
 import { promptAndClaim, refusalCode } from "./support/worker-double.ts";
 
@@ -24,6 +24,7 @@ async function planSession(approvers: string[] = []) {
   const ws = stack.newWorkspace(`r-${Math.random().toString(36).slice(2, 10)}`);
   const alice = stack.rpc("alice");
   const project = await alice.call<ProjectView>("projects.create", { name: "rules", workspaceRoot: ws });
+  await addMembers(stack, project.id, approvers);
   const session = await alice.call<SessionView>("session.create", {
     projectId: project.id,
     mode: "plan",
@@ -264,7 +265,8 @@ describe("deadline, approvers, execution", () => {
   });
 
   it("approvers named by session.configure may resolve; everyone else is refused", async () => {
-    const { session, alice } = await planSession();
+    const { session, alice, project } = await planSession();
+    await addMembers(stack, project.id, ["carol"]);
     expect(
       (await alice.call<SessionView>("session.configure", { sessionId: session.id, approvers: ["carol"] }))
         .approvers,

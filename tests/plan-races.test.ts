@@ -251,6 +251,7 @@ describe("20 concurrent resolves against the plan store (no actor in between)", 
       const ws = path.join(dir, `ws-${round}`);
       mkdirSync(ws);
       const project = await projects.create("alice", `p${round}`, ws);
+      await projects.members.add("alice", project.id, "bob");
       const session = await sessions.createSession(
         "alice",
         { projectId: project.id, mode: "plan", approvers: ["bob"] },

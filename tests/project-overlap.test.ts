@@ -151,6 +151,12 @@ describe("an overlap left by an earlier version", () => {
       `INSERT INTO projects (id, name, workspace_root, owner, created_at) VALUES ('prj_legacy_inner', 'inner', $1, 'bob', now())`,
       [innerRoot],
     );
+    // As the members migration would have left it: its creator a member; alice one too, so her
+    // sessions there can try the tools.
+    await stack.db.pool.query(
+      `INSERT INTO project_members (project_id, principal, added_by, added_at)
+       VALUES ('prj_legacy_inner', 'bob', NULL, now()), ('prj_legacy_inner', 'alice', 'bob', now())`,
+    );
     await stack.host!.stop();
     const host = await stack.startHost();
     const report = await host.waitForEvent("host.project_overlaps");

@@ -10,6 +10,7 @@ import { createProjectStore } from "../services/host/store/project-store.ts";
 import { createProjectsApi } from "../services/host/bus/projects-api.ts";
 import { AppError } from "../services/protocol/app-error.ts";
 import type { ProjectView } from "../services/protocol/project-schemas.ts";
+import { addMembers } from "./support/stack.ts";
 import { useStack } from "./support/stack-fixture.ts";
 import { refusalCode } from "./support/worker-double.ts";
 
@@ -40,6 +41,9 @@ describe("project settings", () => {
       version: 0,
       updatedAt: null,
     });
+    // Only members read a project: bob, once alice adds him.
+    expect(await refusalCode(stack.rpc("bob").call("projects.get", { projectId: p.id }))).toBe("FORBIDDEN");
+    await addMembers(stack, p.id, ["bob"]);
     expect(await stack.rpc("bob").call<ProjectView>("projects.get", { projectId: p.id })).toEqual(p);
   });
 

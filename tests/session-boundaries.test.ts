@@ -12,6 +12,7 @@ import type {
   ToolExecuteResult,
   TurnAssignment,
 } from "../services/protocol/schemas.ts";
+import { addMembers } from "./support/stack.ts";
 import { useStack } from "./support/stack-fixture.ts";
 import { promptAndClaim, refusalCode } from "./support/worker-double.ts";
 
@@ -23,6 +24,7 @@ async function session(mode: "plan" | "agent", approvers: string[] = []) {
   const ws = stack.newWorkspace(`b-${Math.random().toString(36).slice(2, 8)}`);
   const alice = stack.rpc("alice");
   const project = await alice.call<ProjectView>("projects.create", { name: "b", workspaceRoot: ws });
+  await addMembers(stack, project.id, approvers);
   const s = await alice.call<SessionView>("session.create", { projectId: project.id, mode, approvers });
   return { ws, s, alice };
 }

@@ -5,7 +5,7 @@ import { chmodSync, mkdirSync } from "node:fs";
 import path from "node:path";
 import type { SessionEvent } from "../../services/protocol/events.ts";
 import type { ProjectView, ScriptStep, SessionView } from "../../services/protocol/schemas.ts";
-import { type EventCollector, eventually, type Stack } from "./stack.ts";
+import { addMembers, type EventCollector, eventually, type Stack } from "./stack.ts";
 
 /**
  * `<ws>/.pi/plan` made by hand as the host makes it (docs/operations.md "The plan folder"): 0755
@@ -42,6 +42,7 @@ export async function newPlanSession(
     name: path.basename(ws),
     workspaceRoot: ws,
   });
+  await addMembers(stack, project.id, approvers);
   const session = await alice.call<SessionView>("session.create", {
     projectId: project.id,
     mode: "plan",

@@ -192,3 +192,14 @@ export async function eventually<T>(
     await new Promise((r) => setTimeout(r, 50));
   }
 }
+
+/** Makes `principals` members of `owner`'s project (approvers must be members, docs/security.md). */
+export async function addMembers(
+  stack: Stack,
+  projectId: string,
+  principals: readonly string[],
+  owner = "alice",
+) {
+  for (const principal of principals)
+    await stack.rpc(owner).call("projects.members.add", { projectId, principal });
+}

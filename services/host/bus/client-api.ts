@@ -18,6 +18,7 @@ import { splitProposal } from "../sessions/plan-events.ts";
 import type { Db } from "../store/db.ts";
 import { readPlanArtifact, sha256Hex } from "../store/plan-artifact.ts";
 import type { PlanStore } from "../store/plan-store.ts";
+import { assertApproversAreMembers } from "../store/project-members.ts";
 import type { ProjectStore } from "../store/project-store.ts";
 import type { SessionSupervisor } from "../sessions/session-supervisor.ts";
 import { countSessionLeases, turnOfIdempotencyKey } from "../store/session-facts.ts";
@@ -98,7 +99,9 @@ export function createClientApi(deps: {
 
     "session.configure": async (principal, params) => {
       const p = decodeParams(SessionConfigureParams, params);
-      await sessionFor(principal, p.sessionId, true);
+      const row = await sessionFor(principal, p.sessionId, true);
+      // Only members may be named approver (a later removal ends their rights: project-members.ts).
+      await assertApproversAreMembers(db, row.project_id, p.approvers);
       return supervisor.request(p.sessionId, (reply) => ({ type: "CONFIGURE", params: p, reply }));
     },
 

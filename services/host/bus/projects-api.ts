@@ -1,9 +1,10 @@
 // Client methods `projects.*` (docs/protocol.md, "Projects"): decode, check the principal, then the
 // project store. Changing a project's tool settings widens what its sandboxes reach, so it follows
-// the rule of settings.set (settings-admins.ts). Merged into the client handler map.
+// the rule of settings.set (settings-admins.ts). Only members see a project; only its owner changes
+// its members (docs/security.md "Projects have owners and members"). Merged into the client handler map.
 import { AppError } from "../../protocol/app-error.ts";
 import { ProjectCreateParams, ProjectRef, ProjectsConfigureParams } from "../../protocol/project-schemas.ts";
-import { decodeParams } from "../../protocol/schemas.ts";
+import { decodeParams, ProjectMemberParams } from "../../protocol/schemas.ts";
 import type { ProjectMethod } from "../../protocol/subjects.ts";
 import type { ClientHandler } from "./client-api.ts";
 import { requireSettingsAdmin, type SettingsAdmins } from "./settings-admins.ts";
@@ -63,9 +64,24 @@ export function createProjectsApi(
       return store.create(principal, p.name, root, { mayView, audit });
     },
 
-    "projects.get": async (_principal, params) => {
+    "projects.get": async (principal, params) => {
       const p = decodeParams(ProjectRef, params);
-      return store.get(p.projectId);
+      return store.get(principal, p.projectId);
+    },
+
+    "projects.members.list": async (principal, params) => {
+      const p = decodeParams(ProjectRef, params);
+      return store.members.list(principal, p.projectId);
+    },
+
+    "projects.members.add": async (principal, params) => {
+      const p = decodeParams(ProjectMemberParams, params);
+      return store.members.add(principal, p.projectId, p.principal);
+    },
+
+    "projects.members.remove": async (principal, params) => {
+      const p = decodeParams(ProjectMemberParams, params);
+      return store.members.remove(principal, p.projectId, p.principal);
     },
 
     "projects.configure": async (principal, params) => {

@@ -3,6 +3,7 @@
 import type { ErrorCode } from "../../protocol/error-codes.ts";
 import type { PermissionDecision, PermissionRisk } from "../../protocol/permission-schemas.ts";
 import type { Db, Tx } from "./db.ts";
+import { memberApproversSql, ownsOrApprovesSql } from "./project-members.ts";
 
 export interface PermissionRequestRow {
   id: string;
@@ -73,7 +74,7 @@ export async function lockRequestForAnswer(
   requestId: string,
 ): Promise<(PermissionRequestRow & { owner: string; approvers: string[] }) | null> {
   const r = await tx.query<PermissionRequestRow & { owner: string; approvers: string[] }>(
-    `SELECT pr.*, s.owner, s.approvers FROM permission_requests pr JOIN sessions s ON s.id = pr.session_id
+    `SELECT pr.*, s.owner, ${memberApproversSql("s")} AS approvers FROM permission_requests pr JOIN sessions s ON s.id = pr.session_id
      WHERE pr.id = $1 FOR UPDATE OF pr`,
     [requestId],
   );
@@ -118,7 +119,7 @@ export async function pendingRequestsFor(
   const r = await q.query<PermissionRequestRow>(
     `SELECT pr.* FROM permission_requests pr JOIN sessions s ON s.id = pr.session_id
      WHERE pr.status = 'pending' AND pr.deadline > $1 AND ($2::text IS NULL OR pr.session_id = $2)
-       AND (s.owner = $3 OR $3 = ANY(s.approvers))
+       AND ${ownsOrApprovesSql("s", "$3")}
      ORDER BY pr.created_at, pr.id`,
     [at, sessionId ?? null, principal],
   );

@@ -9,6 +9,7 @@ import { planExecution } from "./plan-execution.ts";
 import { planResolve } from "./plan-resolve.ts";
 import { type ApprovalRow, type PlanStoreDeps, planRows, proposalView } from "./plan-rows.ts";
 import { planSubmit } from "./plan-submit.ts";
+import { memberApproversSql, ownsOrApprovesSql } from "./project-members.ts";
 
 export type { ClaimExecutionOutcome } from "./plan-execution.ts";
 export type { ResolveOutcome } from "./plan-resolve.ts";
@@ -24,7 +25,7 @@ export function createPlanStore(deps: PlanStoreDeps) {
       proposalId: string,
     ): Promise<ProposalView & { workspaceRoot: string; owner: string; approvers: string[] }> {
       const r = await db.query(
-        `SELECT a.*, p.workspace_root, s.owner, s.approvers FROM plan_approvals a
+        `SELECT a.*, p.workspace_root, s.owner, ${memberApproversSql("s")} AS approvers FROM plan_approvals a
          JOIN sessions s ON s.id = a.session_id JOIN projects p ON p.id = s.project_id WHERE a.id = $1`,
         [proposalId],
       );
@@ -43,7 +44,7 @@ export function createPlanStore(deps: PlanStoreDeps) {
       const now = clock.date();
       const r = await db.query(
         `SELECT a.id, a.deadline FROM plan_approvals a JOIN sessions s ON s.id = a.session_id
-         WHERE a.status = 'pending' AND (s.owner = $1 OR $1 = ANY (s.approvers)) AND ($2::text IS NULL OR a.session_id = $2)
+         WHERE a.status = 'pending' AND ${ownsOrApprovesSql("s", "$1")} AND ($2::text IS NULL OR a.session_id = $2)
          ORDER BY a.created_at`,
         [principal, sessionId ?? null],
       );

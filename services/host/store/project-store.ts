@@ -262,7 +262,7 @@ export function createProjectStore({
     /** The project, to a member only: PROJECT_NOT_FOUND, else FORBIDDEN for anyone else. */
     async get(principal: string, projectId: string): Promise<ProjectView> {
       const r = await db.query(
-        `SELECT ${PROJECT_COLUMNS}, ${isMemberSql("id", "$2")} AS member FROM projects WHERE id = $1`,
+        `SELECT ${PROJECT_COLUMNS}, ${isMemberSql("projects.id", "$2")} AS member FROM projects WHERE id = $1`,
         [projectId, principal],
       );
       if (r.rowCount === 0) throw new AppError("PROJECT_NOT_FOUND");

@@ -15,6 +15,7 @@ import type { Clock } from "../clock.ts";
 import { nextOccurrence, scheduleRefusal } from "../cron-schedule.ts";
 import { type Db, type Tx, withTransaction } from "./db.ts";
 import { newId } from "../ids.ts";
+import { isMemberSql } from "./project-members.ts";
 import { scheduleClaims } from "./schedule-claims.ts";
 import {
   findOwnedTask,
@@ -38,10 +39,16 @@ export {
 } from "./schedule-rows.ts";
 
 export function createScheduleStore({ db, clock }: { db: Db; clock: Clock }) {
-  /** PROJECT_NOT_FOUND unless the project exists. */
-  async function projectRefusal(q: Db | Tx, projectId: string): Promise<Refusal | null> {
-    const r = await q.query("SELECT 1 FROM projects WHERE id = $1", [projectId]);
-    return r.rowCount === 0 ? { code: "PROJECT_NOT_FOUND" } : null;
+  /** PROJECT_NOT_FOUND unless the project exists; FORBIDDEN unless the principal is a member. */
+  async function projectRefusal(q: Db | Tx, projectId: string, principal: string): Promise<Refusal | null> {
+    const r = await q.query<{ member: boolean }>(
+      `SELECT ${isMemberSql("$1", "$2")} AS member FROM projects WHERE id = $1`,
+      [projectId, principal],
+    );
+    if (r.rowCount === 0) return { code: "PROJECT_NOT_FOUND" };
+    return r.rows[0]!.member
+      ? null
+      : { code: "FORBIDDEN", message: "only the project's members may schedule runs on it" };
   }
 
   async function setRun(runId: string, sets: string, values: unknown[]): Promise<RunRow> {
@@ -89,7 +96,7 @@ export function createScheduleStore({ db, clock }: { db: Db; clock: Clock }) {
       };
       const next = enabled ? new Date(nextOccurrence(p.cron, p.timezone, at.getTime())) : null;
       return withTransaction(db, async (tx): Promise<Result<ScheduledTaskView>> => {
-        const noProject = await projectRefusal(tx, p.projectId);
+        const noProject = await projectRefusal(tx, p.projectId, principal);
         if (noProject) return { ok: false, refusal: noProject };
         const r = await tx.query(
           `INSERT INTO scheduled_tasks (id, name, cron, timezone, config, enabled, created_at, owner, project_id, next_run_at, updated_at, version)
@@ -139,7 +146,7 @@ export function createScheduleStore({ db, clock }: { db: Db; clock: Clock }) {
         const enabled = p.enabled ?? before.enabled;
         const refusal =
           (p.cron !== undefined || p.timezone !== undefined ? scheduleRefusal(cron, timezone) : null) ??
-          (p.projectId !== undefined ? await projectRefusal(tx, p.projectId) : null);
+          (p.projectId !== undefined ? await projectRefusal(tx, p.projectId, principal) : null);
         if (refusal) return { ok: false, refusal };
         const config: TaskConfig = { ...before.config };
         if (p.mode !== undefined) config.mode = p.mode;

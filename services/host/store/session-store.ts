@@ -16,6 +16,12 @@ import type { Clock } from "../clock.ts";
 import { type Db, type Tx, withTransaction } from "./db.ts";
 import { newId } from "../ids.ts";
 import { planningStateOf } from "./session-facts.ts";
+import {
+  assertApproversAreMembers,
+  isMember,
+  memberApproversSql,
+  ownsOrApprovesSql,
+} from "./project-members.ts";
 
 export interface SessionRow {
   id: string;
@@ -34,10 +40,13 @@ export interface SessionRow {
   workspace_root: string;
 }
 
-const SESSION_SELECT = `SELECT s.id, s.project_id, s.title, s.owner, s.approvers, s.mode, s.permission_mode, s.provider, s.model,
+// `approvers` are only those still members of the project (project-members.ts): membership counts
+// when it is used, so a removed member is no approver in any row read after the removal.
+const SESSION_SELECT = `SELECT s.id, s.project_id, s.title, s.owner, ${memberApproversSql("s")} AS approvers, s.mode, s.permission_mode, s.provider, s.model,
   s.model_config, s.version, s.created_at, s.updated_at, p.workspace_root
   FROM sessions s JOIN projects p ON p.id = s.project_id`;
 
+/** Owner or approver; rows read by this store list only approvers who are project members. */
 export function canAccess(row: Pick<SessionRow, "owner" | "approvers">, principal: string): boolean {
   return row.owner === principal || row.approvers.includes(principal);
 }
@@ -117,8 +126,13 @@ export function createSessionStore({ db, clock }: { db: Db; clock: Clock }) {
       const at = clock.date();
       const model: ModelConfig = p.model ?? { provider: "scripted", model: "demo" };
       return withTransaction(db, async (tx) => {
-        const prj = await tx.query("SELECT id FROM projects WHERE id = $1", [p.projectId]);
+        // Only members create sessions, and only members may be named approver.
+        // The share lock waits out a members change in flight; the checks below then see its result.
+        const prj = await tx.query("SELECT id FROM projects WHERE id = $1 FOR SHARE", [p.projectId]);
         if (prj.rowCount === 0) throw new AppError("PROJECT_NOT_FOUND");
+        if (!(await isMember(tx, p.projectId, principal)))
+          throw new AppError("FORBIDDEN", "only members of the project may create sessions on it");
+        await assertApproversAreMembers(tx, p.projectId, p.approvers);
         const defaults = await tx.query("SELECT value FROM app_settings WHERE key = 'defaults'");
         const appMode = defaults.rows[0]?.value?.mode;
         const mode: OperatingMode = p.mode ?? (appMode === "plan" ? "plan" : "agent");
@@ -154,7 +168,7 @@ export function createSessionStore({ db, clock }: { db: Db; clock: Clock }) {
 
     async listSessions(principal: string): Promise<SessionView[]> {
       const r = await db.query(
-        `${SESSION_SELECT} WHERE s.owner = $1 OR $1 = ANY (s.approvers) ORDER BY s.created_at, s.id`,
+        `${SESSION_SELECT} WHERE ${ownsOrApprovesSql("s", "$1")} ORDER BY s.created_at, s.id`,
         [principal],
       );
       return Promise.all(r.rows.map(async (row: SessionRow) => view(row, await planningState(db, row))));

@@ -3,6 +3,7 @@
 // unattended and whether an allow-session grant covers the tool. Read per call, as the contract says.
 import type { OperatingMode, PermissionMode, ToolExecuteResult } from "../../protocol/schemas.ts";
 import type { Db } from "./db.ts";
+import { memberApproversSql } from "./project-members.ts";
 
 export interface ToolCallFacts {
   mode: OperatingMode;
@@ -25,7 +26,7 @@ export async function readToolCallFacts(
   call: { sessionId: string; turnId: string; toolCallId: string; tool: string },
 ): Promise<ToolCallFacts | null> {
   const r = await db.query(
-    `SELECT s.mode, s.permission_mode, s.owner, s.approvers, p.workspace_root, p.network_allowed, p.preview_origins,
+    `SELECT s.mode, s.permission_mode, s.owner, ${memberApproversSql("s")} AS approvers, p.workspace_root, p.network_allowed, p.preview_origins,
             (SELECT value->>'permissionMode' FROM app_settings WHERE key = 'defaults') AS app_permission,
             (SELECT result FROM tool_calls WHERE turn_id = $2 AND tool_call_id = $3) AS recorded,
             EXISTS (SELECT 1 FROM scheduled_runs WHERE session_id = s.id) AS unattended,
