@@ -181,8 +181,8 @@ describe("Bash in the sandbox", () => {
     const doneAt = Date.now();
     expect(r.isError).toBe(false);
     expect(firstOutputAt - started).toBeLessThan(doneAt - started - 800);
-    const outs = outputsOf(events.all, "stream-1").sort((a, b) => a.seq - b.seq);
-    expect(outs.map((o) => o.seq)).toEqual(outs.map((_, i) => i));
+    const outs = outputsOf(events.all, "stream-1").sort((a, b) => a.chunk - b.chunk);
+    expect(outs.map((o) => o.chunk)).toEqual(outs.map((_, i) => i));
     expect(outs.map((o) => [o.stream, o.text])).toEqual([
       ["stdout", "o1\n"],
       ["stderr", "e1\n"],

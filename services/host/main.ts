@@ -5,6 +5,9 @@ import path from "node:path";
 import { connect } from "@nats-io/transport-node";
 import { errorFields, createLogger } from "../protocol/log.ts";
 import { createAgentApi } from "./bus/agent-api.ts";
+import { createAuditApi } from "./bus/audit-api.ts";
+import { afterEvents, createEventsApi } from "./bus/events-api.ts";
+import { createEventStore } from "./store/event-store.ts";
 import { createClientApi } from "./bus/client-api.ts";
 import { createClock } from "./clock.ts";
 import { checkDatabase, createDb } from "./store/db.ts";
@@ -101,7 +104,9 @@ async function main(): Promise<void> {
   const projects = createProjectStore({ db, clock, workspaceRoots: config.workspaceRoots });
   await projects.reportOverlaps(log);
 
-  const events = createEventPublisher({ nc, prefix: config.prefix, clock });
+  // Every event is stored with its per-session sequence before it is published (events.since).
+  const eventStore = createEventStore({ db, clock });
+  const events = createEventPublisher({ nc, prefix: config.prefix, clock, store: eventStore, log });
   const dispatcher = createTurnDispatcher({
     nc,
     prefix: config.prefix,
@@ -193,6 +198,8 @@ async function main(): Promise<void> {
         settingsAdmins: config.settingsAdmins,
       }),
       ...createPermissionsApi({ sessions, gate: permissions }),
+      ...createAuditApi({ db, devMode: config.devMode, settingsAdmins: config.settingsAdmins }),
+      ...createEventsApi({ sessions, store: eventStore }),
       ...createPluginsApi({
         store: createPluginStore({ db, clock }),
         devMode: config.devMode,
@@ -241,8 +248,9 @@ async function main(): Promise<void> {
     hostId: config.hostId,
     version: pkg.version,
     log,
-    client: hooks.client,
-    agent: createAgentApi({ db, sessions, supervisor, dispatcher, events, tools }),
+    // A reply waits until the events its request raised are stored and published.
+    client: afterEvents(events, hooks.client),
+    agent: afterEvents(events, createAgentApi({ db, sessions, supervisor, dispatcher, events, tools })),
     test: hooks.test,
     onWorkerHello: () => dispatcher.reoffer(),
   });
@@ -270,6 +278,7 @@ async function main(): Promise<void> {
     await service.stop().catch(() => {});
     supervisor.stopAll();
     await runner.close().catch(() => {});
+    await events.flush().catch(() => {});
     await nc.drain().catch(() => {});
     await db.end().catch(() => {});
     process.exit(0);

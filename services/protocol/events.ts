@@ -1,5 +1,6 @@
-// Session event types published on `<prefix>.evt.<principal>.<sessionId>.<type>` and kept in the
-// JetStream stream. Every event body carries sessionId and the host's timestamp `at`.
+// Session event types published on `<prefix>.evt.<principal>.<sessionId>.<type>` and kept as rows the
+// host method `events.since` pages through. Every event body carries sessionId, the host's timestamp
+// `at` and `seq`, the session's event sequence number (1, 2, 3, ...; clients drop duplicates by it).
 import type {
   ApprovalStatus,
   ExecutionState,
@@ -38,7 +39,8 @@ export interface EventBodies {
     toolCallId: string;
     tool: string;
     stream: "stdout" | "stderr";
-    seq: number;
+    /** This call's output chunks in order, from 0 (the event's own `seq` is the session's). */
+    chunk: number;
     text: string;
   };
   "plan.changed": {
@@ -87,4 +89,6 @@ export type SessionEvent<T extends EventType = EventType> = {
   type: T;
   sessionId: string;
   at: string;
+  /** The session's event sequence number: 1, 2, 3, ... per session, never repeated. */
+  seq: number;
 } & EventBodies[T];

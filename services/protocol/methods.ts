@@ -17,6 +17,7 @@ import {
   TurnEndParams,
   TurnEndResult,
 } from "./agent-schemas.ts";
+import { AuditListParams, AuditPage } from "./audit-schemas.ts";
 import type { ErrorCode } from "./error-codes.ts";
 import {
   PermissionRequestList,
@@ -44,6 +45,8 @@ import {
   ArtifactContent,
   ArtifactsReadParams,
   EmptyParams,
+  EventsPage,
+  EventsSinceParams,
   HelloParams,
   HelloResult,
   HostStatus,
@@ -72,7 +75,7 @@ import {
 export interface MethodSpec {
   caller: "person" | "worker";
   /** The handler file that serves it (services/host/bus/<group>-api.ts). */
-  group: "client" | "projects" | "scheduling" | "permissions" | "plugins" | "agent";
+  group: "client" | "projects" | "scheduling" | "permissions" | "plugins" | "audit" | "events" | "agent";
   gate: "any" | "owner" | "approver" | "member" | "admin" | "token" | "none";
   params: TSchema;
   result: TSchema;
@@ -204,6 +207,7 @@ export const METHODS = {
     params: ArtifactsReadParams,
     result: ArtifactContent,
   },
+  "audit.list": { ...person("audit", "any", null), params: AuditListParams, result: AuditPage },
   "settings.get": { ...person("scheduling", "any", null), params: EmptyParams, result: SettingsView },
   "settings.set": {
     ...person("scheduling", "admin", null, ["FORBIDDEN"]),
@@ -211,7 +215,7 @@ export const METHODS = {
     result: SettingsView,
   },
   "scheduled.create": {
-    ...person("scheduling", "any", null, ["PROJECT_NOT_FOUND"]),
+    ...person("scheduling", "any", null, ["PROJECT_NOT_FOUND", "FORBIDDEN"]),
     params: ScheduledCreateParams,
     result: ScheduledTaskView,
   },
@@ -271,6 +275,13 @@ export const METHODS = {
     params: PluginRef,
     result: PluginView,
   },
+  // Caller-wide (any principal sees the events of sessions it may read now); a named session is
+  // checked as session.get checks it.
+  "events.since": {
+    ...person("events", "approver", "sessionId", ["SESSION_NOT_FOUND", "FORBIDDEN"]),
+    params: EventsSinceParams,
+    result: EventsPage,
+  },
   claim: {
     ...worker("none", ["TURN_NOT_CLAIMABLE", "PLAN_EXECUTION_STALE", "PLAN_ARTIFACT_HASH_MISMATCH"]),
     params: ClaimParams,
@@ -324,6 +335,8 @@ export const PLUGIN_METHODS = methodsOfGroup("plugins");
 export const PROJECT_METHODS = methodsOfGroup("projects");
 export type ClientApiMethod = MethodOfGroup<"client">;
 export type SchedulingMethod = MethodOfGroup<"scheduling">;
+export type AuditMethod = MethodOfGroup<"audit">;
+export type EventsMethod = MethodOfGroup<"events">;
 export type PermissionMethod = MethodOfGroup<"permissions">;
 export type PluginMethod = MethodOfGroup<"plugins">;
 export type ProjectMethod = MethodOfGroup<"projects">;

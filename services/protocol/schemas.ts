@@ -245,3 +245,26 @@ export const ArtifactContent = Type.Object({
   matchesRecord: Type.Boolean(),
   content: Type.String(),
 });
+
+// ---- events.since (docs/protocol.md "Events") ---------------------------------------------------
+
+/** `after` is the caller-wide cursor of the previous page's `next` (0 or absent: from the start). */
+export const EventsSinceParams = Type.Object(
+  {
+    after: Type.Optional(Type.Integer({ minimum: 0, maximum: Number.MAX_SAFE_INTEGER })),
+    sessionId: Type.Optional(Id),
+    limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 500 })),
+  },
+  { additionalProperties: false },
+);
+export type EventsSinceParams = Static<typeof EventsSinceParams>;
+/** One session event as published (events.ts `SessionEvent`): its body's fields beside these. */
+export const StoredSessionEvent = Type.Object(
+  { type: Type.String(), sessionId: Type.String(), at: Timestamp, seq: Type.Integer({ minimum: 1 }) },
+  { additionalProperties: true },
+);
+export const EventsPage = Type.Object({
+  events: Type.Array(StoredSessionEvent),
+  next: Type.Integer({ minimum: 0 }),
+  more: Type.Boolean(),
+});

@@ -13,6 +13,8 @@ export const PLUGINS = "1700000000006_plugins";
 export const PROJECT_SETTINGS = "1700000000007_project-settings";
 export const COMPACTION = "1700000000008_context-compaction";
 export const WRITE_FENCE = "1700000000009_write-fence";
+export const PROJECT_MEMBERS = "1700000000010_project-members";
+export const SESSION_EVENTS = "1700000000011_session-events";
 export const ALL = [
   LEGACY,
   PLAN_MODE,
@@ -23,6 +25,8 @@ export const ALL = [
   PROJECT_SETTINGS,
   COMPACTION,
   WRITE_FENCE,
+  PROJECT_MEMBERS,
+  SESSION_EVENTS,
 ];
 /** Every migration after the legacy layout, in order. */
 export const AFTER_LEGACY = ALL.slice(1);

@@ -1,11 +1,19 @@
-// Publishes session events to `<prefix>.evt.<principal>.<sessionId>.<type>` for the owner and every
-// approver; the JetStream stream (ensured at start) keeps them so clients can resume.
+// Session events: each is first a row (its session's next `seq` and a caller-wide cursor,
+// store/event-store.ts), then published to `<prefix>.evt.<principal>.<sessionId>.<type>` for the owner
+// and every approver. One session's events are written and published in the order they were raised.
+// The JetStream stream (ensured at start) still keeps them for clients that have not moved to
+// `events.since` (docs/protocol.md "Events").
 import type { NatsConnection } from "@nats-io/nats-core";
 import { jetstreamManager } from "@nats-io/jetstream";
 import { encodeJson } from "../../protocol/envelope.ts";
 import type { EventBodies, EventType } from "../../protocol/events.ts";
+import { errorFields, type Logger } from "../../protocol/log.ts";
 import { eventSubject, eventWildcard } from "../../protocol/subjects.ts";
 import type { Clock } from "../clock.ts";
+import type { EventStore } from "../store/event-store.ts";
+
+/** Events older than the store's bound are pruned once every this many written events (and at the first). */
+const PRUNE_AGE_EVERY = 1_000;
 
 export interface Audience {
   sessionId: string;
@@ -39,17 +47,59 @@ export function createEventPublisher({
   nc,
   prefix,
   clock,
+  store,
+  log,
 }: {
   nc: NatsConnection;
   prefix: string;
   clock: Clock;
+  store: Pick<EventStore, "append" | "pruneByAge">;
+  log: Logger;
 }) {
+  /** The last write of each session with one under way: the next one of that session waits for it. */
+  const tails = new Map<string, Promise<void>>();
+  let written = 0;
+
+  async function writeAndPublish(to: Audience, type: EventType, body: Record<string, unknown>, at: Date) {
+    let seq: number;
+    try {
+      ({ seq } = await store.append(to.sessionId, type, body, at));
+    } catch (err) {
+      // Events are hints: one that could not be stored (fenced writer, database gone) is not sent,
+      // so every event a client sees can be fetched again by its cursor.
+      log.error("host.event_not_stored", { sessionId: to.sessionId, type, ...errorFields(err) });
+      return;
+    }
+    // The envelope fields last: no body field overrides them.
+    const data = encodeJson({ ...body, type, sessionId: to.sessionId, at: at.toISOString(), seq });
+    for (const principal of new Set([to.owner, ...to.approvers])) {
+      if (principal) nc.publish(eventSubject(prefix, principal, to.sessionId, type), data);
+    }
+    if (written++ % PRUNE_AGE_EVERY === 0) {
+      void store
+        .pruneByAge()
+        .then((removed) => log.info("host.events_pruned", { removed }))
+        .catch((err) => log.warn("host.events_prune_failed", errorFields(err)));
+    }
+  }
+
   return {
+    /** Raises an event: stored, then published, after the session's earlier events; never throws. */
     publish<T extends EventType>(to: Audience, type: T, body: EventBodies[T]): void {
-      const data = encodeJson({ type, sessionId: to.sessionId, at: clock.date().toISOString(), ...body });
-      for (const principal of new Set([to.owner, ...to.approvers])) {
-        nc.publish(eventSubject(prefix, principal, to.sessionId, type), data);
-      }
+      const at = clock.date();
+      const previous = tails.get(to.sessionId) ?? Promise.resolve();
+      const tail = previous.then(() => writeAndPublish(to, type, body as Record<string, unknown>, at));
+      tails.set(to.sessionId, tail);
+      void tail.finally(() => {
+        if (tails.get(to.sessionId) === tail) tails.delete(to.sessionId);
+      });
+    },
+    /**
+     * Resolves when every event raised before this call is stored and published (or logged as not
+     * stored); events raised meanwhile are not waited for, so a busy host never keeps it waiting.
+     */
+    async flush(): Promise<void> {
+      await Promise.all([...tails.values()]);
     },
   };
 }

@@ -124,7 +124,7 @@ export function createToolPipeline(deps: ToolPipelineDeps) {
           })
         : refusal("PLUGIN_UNAVAILABLE", "this host has no plugin connection");
     }
-    let seq = 0;
+    let chunk = 0;
     const abort = deps.aborts?.open(p.turnId);
     return deps.runner
       .run(p.tool, p.args, {
@@ -140,7 +140,7 @@ export function createToolPipeline(deps: ToolPipelineDeps) {
             toolCallId: p.toolCallId,
             tool: p.tool,
             stream,
-            seq: seq++,
+            chunk: chunk++,
             text,
           }),
       })

@@ -1,0 +1,339 @@
+// Issue #11 clause 3 against the real host: every event carries its session's `seq` (1, 2, 3, ...,
+// durable across a SIGKILL of the host), `events.since` pages the caller's stored events by a
+// caller-wide cursor in byte-bounded pages, shows only sessions the caller may read at the time of
+// the call, and a client that subscribes first and then fetches sees every event exactly once.
+import type { Subscription } from "@nats-io/nats-core";
+import { describe, expect, it } from "vitest";
+import { decodeJson } from "../services/protocol/envelope.ts";
+import type { SessionEvent } from "../services/protocol/events.ts";
+import type { ProjectView, SessionView, TurnAssignment } from "../services/protocol/schemas.ts";
+import { sessionEventsWildcard } from "../services/protocol/subjects.ts";
+import { createClock } from "../services/host/clock.ts";
+import { createDb } from "../services/host/store/db.ts";
+import {
+  createEventStore,
+  EVENT_KEEP_PER_SESSION,
+  EVENT_PAGE_MAX_BYTES,
+  EVENT_STORED_MAX_BYTES,
+} from "../services/host/store/event-store.ts";
+import { eventually } from "./support/stack.ts";
+import { useStack } from "./support/stack-fixture.ts";
+import { promptAndClaim, refusalCode } from "./support/worker-double.ts";
+
+const stack = useStack("evsince", { host: true });
+
+interface Page {
+  events: SessionEvent[];
+  next: number;
+  more: boolean;
+}
+
+const since = (principal: string, params: Record<string, unknown> = {}) =>
+  stack.rpc(principal).call<Page>("events.since", params);
+
+/** Every page from `after` until `more` is false. */
+async function drain(principal: string, params: Record<string, unknown> = {}, after = 0) {
+  const pages: Page[] = [];
+  let cursor = after;
+  for (;;) {
+    const page = await since(principal, { ...params, after: cursor });
+    pages.push(page);
+    cursor = page.next;
+    if (!page.more) return { pages, events: pages.flatMap((p) => p.events), next: cursor };
+  }
+}
+
+async function newSession(approvers: string[] = []) {
+  const ws = stack.newWorkspace(`e-${Math.random().toString(36).slice(2, 8)}`);
+  const alice = stack.rpc("alice");
+  const project = await alice.call<ProjectView>("projects.create", { name: "e", workspaceRoot: ws });
+  // Approvers must be members of the project (docs/security.md).
+  for (const principal of approvers)
+    await alice.call("projects.members.add", { projectId: project.id, principal });
+  return alice.call<SessionView>("session.create", { projectId: project.id, mode: "agent", approvers });
+}
+
+/** One configure that changes something (auto, ask, auto, ...): exactly one session.changed event. */
+const toggles = new Map<string, number>();
+function configure(sessionId: string) {
+  const n = toggles.get(sessionId) ?? 0;
+  toggles.set(sessionId, n + 1);
+  const permissionMode = n % 2 ? "ask" : "auto";
+  return stack.rpc("alice").call<SessionView>("session.configure", { sessionId, permissionMode });
+}
+
+const seqsOf = (events: SessionEvent[], sessionId: string) =>
+  events.filter((e) => e.sessionId === sessionId).map((e) => e.seq);
+const oneTo = (n: number) => Array.from({ length: n }, (_, i) => i + 1);
+
+async function storedSeqs(sessionId: string): Promise<number[]> {
+  const r = await stack.db.pool.query(
+    "SELECT seq FROM session_events WHERE session_id = $1 ORDER BY cursor",
+    [sessionId],
+  );
+  return r.rows.map((x) => Number(x.seq));
+}
+
+describe("event sequences", () => {
+  it("every event carries its session's seq, 1, 2, 3 ...; a SIGKILLed host's successor goes on without repeating one", async () => {
+    const s1 = await newSession();
+    const s2 = await newSession();
+    const live1 = stack.events(s1.id);
+    for (let i = 0; i < 3; i++) await configure(s1.id);
+    await configure(s2.id);
+    await live1.waitFor((e) => e.seq === 3);
+    expect(live1.all.map((e) => e.seq)).toEqual([1, 2, 3]);
+    expect(live1.all.map((e) => e.type)).toEqual(["session.changed", "session.changed", "session.changed"]);
+    // Sequences are per session: s2 starts at 1 although s1 is at 3.
+    await eventually(async () => (await storedSeqs(s2.id)).length === 1);
+    expect(await storedSeqs(s2.id)).toEqual([1]);
+    const before = await drain("alice", { sessionId: s1.id });
+
+    await stack.host!.kill();
+    await stack.startHost();
+    await configure(s1.id);
+    await configure(s1.id);
+    await live1.waitFor((e) => e.seq === 5);
+    expect(live1.all.map((e) => e.seq)).toEqual([1, 2, 3, 4, 5]);
+    expect(await storedSeqs(s1.id)).toEqual([1, 2, 3, 4, 5]);
+    // The cursor from before the restart resumes right after what was read.
+    const after = await drain("alice", { sessionId: s1.id }, before.next);
+    expect(after.events.map((e) => e.seq)).toEqual([4, 5]);
+    // What a page returns is the live event, field for field.
+    expect(after.events).toEqual(live1.all.slice(3));
+    live1.stop();
+  });
+});
+
+describe("events.since pages", () => {
+  it("pages are bounded in bytes and resume by cursor with no gap and no duplicate", async () => {
+    const s = await newSession();
+    const a: TurnAssignment = await promptAndClaim(stack, s.id);
+    const live = stack.events(s.id);
+    // 9 messages of 100 KiB: about 900 KiB of events, more than one page may carry.
+    const text = (i: number) => `${String(i)}`.padEnd(100 * 1024, "x");
+    for (let i = 0; i < 9; i++) {
+      await stack.agent.call("append", {
+        turnId: a.turnId,
+        token: a.token,
+        messages: [{ role: "assistant", content: [{ type: "text", text: text(i) }], timestamp: 1 }],
+      });
+    }
+    await live.waitFor((e) => e.type === "message" && (e as SessionEvent<"message">).text === text(8));
+    const last = Math.max(...live.all.map((e) => e.seq));
+
+    const { pages, events } = await drain("alice", { sessionId: s.id });
+    expect(pages.length).toBeGreaterThan(1);
+    for (const p of pages) {
+      expect(Buffer.byteLength(JSON.stringify(p))).toBeLessThanOrEqual(EVENT_PAGE_MAX_BYTES + 64 * 1024);
+    }
+    // Every event once, in seq order, with its full text.
+    expect(events.map((e) => e.seq)).toEqual(oneTo(last));
+    const messages = events.filter((e) => e.type === "message") as SessionEvent<"message">[];
+    expect(messages.map((m) => m.text)).toEqual(oneTo(9).map((i) => text(i - 1)));
+    // A count limit cuts pages too, and the cursors chain without a gap.
+    const small = await drain("alice", { sessionId: s.id, limit: 2 });
+    expect(small.pages.every((p) => p.events.length <= 2)).toBe(true);
+    expect(small.events.map((e) => e.seq)).toEqual(oneTo(last));
+    // Nothing after the last cursor.
+    expect(await since("alice", { sessionId: s.id, after: small.next })).toEqual({
+      events: [],
+      next: small.next,
+      more: false,
+    });
+    live.stop();
+  });
+
+  it("a body over the stored bound is stored with its short fields and truncated: true; live it is whole", async () => {
+    const s = await newSession();
+    const a = await promptAndClaim(stack, s.id);
+    const live = stack.events(s.id);
+    const big = "y".repeat(EVENT_STORED_MAX_BYTES + 1024);
+    await stack.agent.call("append", {
+      turnId: a.turnId,
+      token: a.token,
+      messages: [{ role: "assistant", content: [{ type: "text", text: big }], timestamp: 1 }],
+    });
+    const liveMessage = (await live.waitFor((e) => e.type === "message")) as SessionEvent<"message">;
+    expect(liveMessage.text).toBe(big);
+    const stored = (await drain("alice", { sessionId: s.id })).events.find((e) => e.seq === liveMessage.seq);
+    expect(stored).toMatchObject({ type: "message", turnId: a.turnId, role: "assistant", truncated: true });
+    expect(stored).not.toHaveProperty("text");
+    live.stop();
+  });
+
+  it("malformed params are INVALID_PARAMS", async () => {
+    for (const bad of [
+      { after: -1 },
+      { limit: 0 },
+      { limit: 501 },
+      { after: "1" },
+      { sessionId: "a b" },
+      { x: 1 },
+    ]) {
+      expect(await refusalCode(since("alice", bad))).toBe("INVALID_PARAMS");
+    }
+  });
+});
+
+describe("access", () => {
+  it("carol gets none of alice's events; bob sees them only while he is an approver", async () => {
+    const s = await newSession(["bob"]);
+    await configure(s.id);
+    await configure(s.id);
+    await eventually(async () => (await storedSeqs(s.id)).length === 2);
+    // Carol: nothing caller-wide, FORBIDDEN when she names the session, whatever cursor she tries.
+    for (const after of [0, 1, 5]) {
+      const page = await drain("carol", {}, after);
+      expect(page.events.filter((e) => e.sessionId === s.id)).toEqual([]);
+    }
+    expect(await refusalCode(since("carol", { sessionId: s.id }))).toBe("FORBIDDEN");
+    expect(await refusalCode(since("carol", { sessionId: "ses_nope" }))).toBe("SESSION_NOT_FOUND");
+    // Bob, an approver, reads them; removed, he reads none at once, old cursor or not.
+    expect(seqsOf((await drain("bob")).events, s.id)).toEqual([1, 2]);
+    await stack.rpc("alice").call("session.configure", { sessionId: s.id, approvers: [] });
+    expect(seqsOf((await drain("bob")).events, s.id)).toEqual([]);
+    expect(await refusalCode(since("bob", { sessionId: s.id }))).toBe("FORBIDDEN");
+    // Alice still reads all of them (the approvers change is an event too).
+    expect(seqsOf((await drain("alice", { sessionId: s.id })).events, s.id)).toEqual([1, 2, 3]);
+  });
+
+  it("an approver removed from the project's members reads none of its events at once", async () => {
+    const s = await newSession(["bob"]);
+    await configure(s.id);
+    await eventually(async () => (await storedSeqs(s.id)).length === 1);
+    expect(seqsOf((await drain("bob")).events, s.id)).toEqual([1]);
+    await stack.rpc("alice").call("projects.members.remove", { projectId: s.projectId, principal: "bob" });
+    expect(seqsOf((await drain("bob")).events, s.id)).toEqual([]);
+    expect(await refusalCode(since("bob", { sessionId: s.id }))).toBe("FORBIDDEN");
+  });
+});
+
+describe("subscribe first, then fetch", () => {
+  it("a client that was away sees every event exactly once, the overlap dropped by (sessionId, seq)", async () => {
+    const s = await newSession();
+    const delivered: SessionEvent[] = [];
+    const seen = new Set<string>();
+    let dropped = 0;
+    const take = (e: SessionEvent) => {
+      const key = `${e.sessionId}/${e.seq}`;
+      if (seen.has(key)) dropped++;
+      else {
+        seen.add(key);
+        delivered.push(e);
+      }
+    };
+    const subscribe = (): Subscription =>
+      stack.nc.subscribe(sessionEventsWildcard(stack.env.prefix, "alice", s.id), {
+        callback: (_err, msg) => take(decodeJson(msg.data) as SessionEvent),
+      });
+    let sub = subscribe();
+    await stack.nc.flush();
+    await configure(s.id);
+    await configure(s.id);
+    await eventually(async () => delivered.length === 2);
+    let cursor = (await drain("alice", { sessionId: s.id })).next;
+
+    // The gap: the client is away while three events happen.
+    sub.unsubscribe();
+    for (let i = 0; i < 3; i++) await configure(s.id);
+    await eventually(async () => (await storedSeqs(s.id)).length === 5);
+    // Back: subscribe first; one more event arrives live before the fetch, so it comes both ways.
+    sub = subscribe();
+    await stack.nc.flush();
+    await configure(s.id);
+    await eventually(async () => delivered.some((e) => e.seq === 6));
+    // Events keep coming while the client fetches.
+    const during = (async () => {
+      await configure(s.id);
+      await configure(s.id);
+    })();
+    const fetched = await drain("alice", { sessionId: s.id }, cursor);
+    for (const e of fetched.events) take(e);
+    cursor = fetched.next;
+    await during;
+    await eventually(async () => delivered.length === 8, 10_000, "all 8 events delivered");
+    for (const e of (await drain("alice", { sessionId: s.id }, cursor)).events) take(e);
+
+    expect(delivered.map((e) => e.seq).sort((x, y) => x - y)).toEqual(oneTo(8));
+    expect(await storedSeqs(s.id)).toEqual(oneTo(8));
+    expect(dropped).toBeGreaterThanOrEqual(1);
+    sub.unsubscribe();
+  });
+});
+
+describe("the cursor under concurrent writers", () => {
+  it("a reader following the cursor while many writers commit misses nothing and sees nothing twice", async () => {
+    const sessions = [await newSession(), await newSession(), await newSession()];
+    const db = createDb(stack.db.url, { max: 8 });
+    try {
+      const clock = createClock();
+      const store = createEventStore({ db, clock });
+      const start = (await since("alice")).next;
+      let done = false;
+      const read: Array<{ sessionId: string; seq: number }> = [];
+      const reader = (async () => {
+        let cursor = start;
+        for (;;) {
+          const finished = done;
+          const page = await store.since("alice", { after: cursor, limit: 500 });
+          for (const e of page.events) read.push({ sessionId: String(e.sessionId), seq: Number(e.seq) });
+          cursor = page.next;
+          if (finished && !page.more) return;
+        }
+      })();
+      // 240 writes, 8 at a time across three sessions: cursors are taken out of commit order
+      // unless the store orders them.
+      await Promise.all(
+        Array.from({ length: 8 }, async (_, w) => {
+          for (let i = 0; i < 30; i++) {
+            const s = sessions[(w + i) % 3]!;
+            await store.append(s.id, "turn.started", { turnId: `t${w}-${i}`, kind: "prompt" }, clock.date());
+          }
+        }),
+      );
+      done = true;
+      await reader;
+      for (const s of sessions) {
+        const mine = read.filter((e) => e.sessionId === s.id).map((e) => e.seq);
+        expect(mine).toEqual(await storedSeqs(s.id));
+        expect(mine).toEqual(oneTo(80));
+      }
+    } finally {
+      await db.end();
+    }
+  });
+});
+
+describe("the event store's bounds", () => {
+  it("prunes by age (host clock) and keeps the newest events of a session; seq is never reused", async () => {
+    const s = await newSession();
+    const db = createDb(stack.db.url, { max: 2 });
+    try {
+      const clock = createClock();
+      const store = createEventStore({ db, clock });
+      const old = new Date(clock.now() - 8 * 24 * 3600_000);
+      await store.append(s.id, "turn.started", { turnId: "t-old", kind: "prompt" }, old);
+      await store.append(s.id, "turn.started", { turnId: "t-new", kind: "prompt" }, clock.date());
+      expect(await store.pruneByAge()).toBe(1);
+      expect(await storedSeqs(s.id)).toEqual([2]);
+      // All pruned: the counter on the session row still goes on from 3.
+      await db.query("DELETE FROM session_events WHERE session_id = $1", [s.id]);
+      expect(
+        (await store.append(s.id, "turn.started", { turnId: "t3", kind: "prompt" }, clock.date())).seq,
+      ).toBe(3);
+      // Count bound: jump the counter just below a prune point; the write at it removes what is
+      // more than EVENT_KEEP_PER_SESSION sequence numbers old.
+      await db.query("UPDATE session_event_seqs SET last_seq = $2 WHERE session_id = $1", [
+        s.id,
+        EVENT_KEEP_PER_SESSION + 98,
+      ]);
+      await store.append(s.id, "turn.started", { turnId: "t4", kind: "prompt" }, clock.date());
+      expect(await storedSeqs(s.id)).toEqual([3, EVENT_KEEP_PER_SESSION + 99]);
+      await store.append(s.id, "turn.started", { turnId: "t5", kind: "prompt" }, clock.date());
+      expect(await storedSeqs(s.id)).toEqual([EVENT_KEEP_PER_SESSION + 99, EVENT_KEEP_PER_SESSION + 100]);
+    } finally {
+      await db.end();
+    }
+  });
+});
