@@ -60,7 +60,15 @@ export function joinArgs(procsFiles: readonly string[], argv: readonly string[])
   return ["-c", JOIN, "sh", String(procsFiles.length), ...procsFiles, ...argv];
 }
 /** A sandbox's CPU weight against one host process (1024): the host and Postgres come first. */
-const CPU_SHARES = 128;
+/**
+ * The CPU weight of the folder every sandbox's cgroup sits in. Under CFS the folder competes as ONE
+ * entity with the host's processes: at the default weight all sandboxes together would get one
+ * process's share and starve while the host is busy; far above it, a sandbox's bursts (its quota is
+ * spent per period) would starve the host. One default weight per core: the sandboxes together
+ * compete like one process per core. Each sandbox keeps the default weight and its quota.
+ */
+const PARENT_CPU_SHARES = 1024 * os.availableParallelism();
+const PARENT_CPU_WEIGHT = 100 * os.availableParallelism();
 const BASE = "pihost-sandboxes";
 const NAME = /^sbx-(\d+)-(\d+)-\d+-[A-Za-z0-9_-]*$/;
 
@@ -189,7 +197,8 @@ async function detectV2(
       ["memory.max", String(s.memoryMaxBytes)],
       ["memory.swap.max", "0", true],
     ];
-    if (on.includes("cpu")) files.push(["cpu.weight", String(Math.round((CPU_SHARES * 100) / 1024))]);
+    if (on.includes("cpu"))
+      await write(path.join(base, "cpu.weight"), String(PARENT_CPU_WEIGHT)).catch(() => {});
     if (on.includes("cpu") && s.cpuMax) files.push(["cpu.max", `${cpuQuota(s.cpuMax)} 100000`]);
     return { kind: "cgroup2", hierarchies: [{ base, files }] };
   } catch (err) {
@@ -220,7 +229,6 @@ async function detectV1(
     if (ctrl === "pids") files.push(["pids.max", String(s.pidsMax)]);
     const m = String(s.memoryMaxBytes);
     if (ctrl === "memory") files.push(["memory.limit_in_bytes", m], ["memory.memsw.limit_in_bytes", m, true]);
-    if (ctrl === "cpu") files.push(["cpu.shares", String(CPU_SHARES)]);
     if (ctrl === "cpu" && s.cpuMax)
       files.push(["cpu.cfs_period_us", "100000"], ["cpu.cfs_quota_us", cpuQuota(s.cpuMax)]);
     const same = out.find((x) => x.base === base);
@@ -231,6 +239,8 @@ async function detectV1(
     try {
       await fs.mkdir(base, { recursive: true });
       await fs.access(base, 2);
+      if (ctrl === "cpu")
+        await write(path.join(base, "cpu.shares"), String(PARENT_CPU_SHARES)).catch(() => {});
     } catch (err) {
       if (optional) continue;
       return `cgroup v1 ${ctrl}: ${(err as Error).message}`;
