@@ -186,6 +186,35 @@ describe("projects have owners and members", () => {
     await alice().call("session.abort", { sessionId: s.id });
   });
 
+  it("a removed approver's live events stop at once, though the session's actor loaded him as approver", async () => {
+    const p = await aliceProject();
+    await add("alice", p.id, "bob");
+    const s = await alice().call<SessionView>("session.create", {
+      projectId: p.id,
+      mode: "agent",
+      approvers: ["bob"],
+    });
+    const bobs = stack.events(s.id, "bob");
+    const alices = stack.events(s.id, "alice");
+    try {
+      // The actor is loaded (bob in its audience) and bob receives its events.
+      await alice().call("session.prompt", { sessionId: s.id, text: "one" });
+      await bobs.waitFor((e) => e.type === "turn.started" || e.type === "session.changed");
+      await alice().call("session.abort", { sessionId: s.id });
+      await remove("alice", p.id, "bob");
+      const before = bobs.all.length;
+      const alicesBefore = alices.all.length;
+      await alice().call("session.prompt", { sessionId: s.id, text: "two" });
+      await alices.waitFor(() => alices.all.length > alicesBefore);
+      await alice().call("session.abort", { sessionId: s.id });
+      await alices.waitFor((e) => alices.all.indexOf(e) >= alicesBefore && e.type === "turn.ended");
+      expect(bobs.all.slice(before)).toEqual([]);
+    } finally {
+      bobs.stop();
+      alices.stop();
+    }
+  });
+
   it("a removed approver can no longer answer or list a permission prompt", async () => {
     const p = await aliceProject();
     await add("alice", p.id, "bob");

@@ -62,8 +62,9 @@ export function createEventPublisher({
 
   async function writeAndPublish(to: Audience, type: EventType, body: Record<string, unknown>, at: Date) {
     let seq: number;
+    let approvers: readonly string[];
     try {
-      ({ seq } = await store.append(to.sessionId, type, body, at));
+      ({ seq, approvers } = await store.append(to.sessionId, type, body, at));
     } catch (err) {
       // Events are hints: one that could not be stored (fenced writer, database gone) is not sent,
       // so every event a client sees can be fetched again by its cursor.
@@ -72,7 +73,8 @@ export function createEventPublisher({
     }
     // The envelope fields last: no body field overrides them.
     const data = encodeJson({ ...body, type, sessionId: to.sessionId, at: at.toISOString(), seq });
-    for (const principal of new Set([to.owner, ...to.approvers])) {
+    // The approvers as the store read them with the event (members now), not as the caller cached them.
+    for (const principal of new Set([to.owner, ...approvers])) {
       if (principal) nc.publish(eventSubject(prefix, principal, to.sessionId, type), data);
     }
     if (written++ % PRUNE_AGE_EVERY === 0) {

@@ -3,7 +3,7 @@
 // What is published live is the same body; this module owns only the rows.
 import type { Clock } from "../clock.ts";
 import { type Db, withTransaction } from "./db.ts";
-import { ownsOrApprovesSql } from "./project-members.ts";
+import { memberApproversSql, ownsOrApprovesSql } from "./project-members.ts";
 
 /** Stored body bound: a bigger event keeps its short fields and `truncated: true` (docs/protocol.md). */
 export const EVENT_STORED_MAX_BYTES = 128 * 1024;
@@ -68,12 +68,19 @@ export function createEventStore({ db, clock }: { db: Db; clock: Clock }) {
            VALUES ($1, $2, $3, $4::jsonb, $5, $6) RETURNING cursor`,
           [sessionId, seq, type, stored.json, stored.bytes, at],
         );
+        // Who may receive it live, as of this commit: the owner, and the approvers still members of
+        // the project (the actor's cached audience may predate a member's removal).
+        const a = await tx.query<{ approvers: string[] }>(
+          `SELECT ${memberApproversSql("s")} AS approvers FROM sessions s WHERE s.id = $1`,
+          [sessionId],
+        );
+        const approvers = a.rows[0]?.approvers ?? [];
         if (seq % PRUNE_EVERY_SEQ === 0)
           await tx.query("DELETE FROM session_events WHERE session_id = $1 AND seq <= $2", [
             sessionId,
             seq - EVENT_KEEP_PER_SESSION,
           ]);
-        return { seq, cursor: Number(r.rows[0].cursor) };
+        return { seq, cursor: Number(r.rows[0].cursor), approvers };
       });
     },
 
