@@ -1,15 +1,7 @@
-// Issue #11 clause 6: outside development mode the host refuses a NATS server that does not check
-// credentials (any connection could act as any person or worker), before it touches the database;
-// against a server that does require them it starts. Each test runs its own nats-server.
-import { type ChildProcess, spawn } from "node:child_process";
-import { mkdtempSync, rmSync } from "node:fs";
-import os from "node:os";
-import path from "node:path";
-import { connect } from "@nats-io/transport-node";
 import { afterEach, describe, expect, it } from "vitest";
 import { hostEnv, spawnTs } from "./support/processes.ts";
 import { useStack } from "./support/stack-fixture.ts";
-import { freePort, startPrivateNats } from "./support/test-nats.ts";
+import { startPrivateNats } from "./support/test-nats.ts";
 
 const stack = useStack("natsauth");
 const cleanups: Array<() => Promise<void>> = [];
@@ -37,52 +29,6 @@ async function tables(): Promise<number> {
   return r.rows[0].n;
 }
 
-async function authNats(): Promise<string> {
-  const port = await freePort();
-  const dir = mkdtempSync(path.join(os.tmpdir(), "pihost-nats-auth-"));
-  const child: ChildProcess = spawn(
-    "nats-server",
-    [
-      "-a",
-      "127.0.0.1",
-      "-p",
-      String(port),
-      "-js",
-      "-sd",
-      dir,
-      "--user",
-      "pihost",
-      "--pass",
-      "s3cret-for-the-test",
-    ],
-    { stdio: "ignore" },
-  );
-  cleanups.push(async () => {
-    if (child.exitCode === null && child.signalCode === null) {
-      const exited = new Promise((r) => child.once("exit", r));
-      child.kill("SIGKILL");
-      await exited;
-    }
-    rmSync(dir, { recursive: true, force: true });
-  });
-  const url = `nats://127.0.0.1:${port}`;
-  for (const end = Date.now() + 10_000; ; ) {
-    try {
-      const nc = await connect({
-        servers: url,
-        user: "pihost",
-        pass: "s3cret-for-the-test",
-        reconnect: false,
-      });
-      await nc.close();
-      return url;
-    } catch (err) {
-      if (Date.now() > end) throw err;
-      await new Promise((r) => setTimeout(r, 50));
-    }
-  }
-}
-
 describe("a production-mode host and NATS authentication", () => {
   it("refuses a NATS that checks no credentials: exits non-zero within seconds, names the fix, touches nothing", async () => {
     const open = await startPrivateNats();
@@ -101,8 +47,9 @@ describe("a production-mode host and NATS authentication", () => {
   }, 30_000);
 
   it("starts against a NATS that requires the credentials it was given", async () => {
-    const url = await authNats();
-    const host = spawnTs("services/host/main.ts", productionEnv(url));
+    const nats = await startPrivateNats({ user: "pihost", pass: "s3cret-for-the-test" });
+    cleanups.push(nats.stop);
+    const host = spawnTs("services/host/main.ts", productionEnv(nats.url));
     cleanups.push(() => host.stop());
     await host.waitForEvent("host.ready", 30_000);
     expect(host.lines.join("\n")).not.toContain("host.nats_unauthenticated");

@@ -77,13 +77,25 @@ export interface PrivateNats {
   stop(): Promise<void>;
 }
 
-/** Starts a private nats-server (JetStream on) on a free loopback port. */
-export async function startPrivateNats(): Promise<PrivateNats> {
+/**
+ * Starts a private nats-server (JetStream on) on a free loopback port; with `auth`, the server
+ * requires that user and password (and the readiness probe connects with them).
+ */
+export async function startPrivateNats(auth?: { user: string; pass: string }): Promise<PrivateNats> {
   const port = await freePort();
   const dir = mkdtempSync(path.join(os.tmpdir(), "pihost-nats-"));
   const child: ChildProcess = spawn(
     "nats-server",
-    ["-a", "127.0.0.1", "-p", String(port), "-js", "-sd", dir],
+    [
+      "-a",
+      "127.0.0.1",
+      "-p",
+      String(port),
+      "-js",
+      "-sd",
+      dir,
+      ...(auth ? ["--user", auth.user, "--pass", auth.pass] : []),
+    ],
     {
       stdio: "ignore",
     },
@@ -106,7 +118,7 @@ export async function startPrivateNats(): Promise<PrivateNats> {
   const deadline = Date.now() + 10_000;
   for (;;) {
     try {
-      const nc = await connect({ servers: url, reconnect: false });
+      const nc = await connect({ servers: url, reconnect: false, ...(auth ?? {}) });
       await nc.close();
       break;
     } catch (err) {
