@@ -1,3 +1,6 @@
+// Issue #11 clause 6: outside development mode the host refuses a NATS server that does not check
+// credentials (any connection could act as any person or worker), before it touches the database;
+// against a server that does require them it starts. Each test runs its own nats-server.
 import { afterEach, describe, expect, it } from "vitest";
 import { hostEnv, spawnTs } from "./support/processes.ts";
 import { useStack } from "./support/stack-fixture.ts";
