@@ -63,6 +63,50 @@ describe("host service", () => {
     }
   });
 
+  it("even in development mode (no NATS permissions) answers no reply subject that is not an inbox", async () => {
+    // The attack of issue #11 with nothing but the host's own rule in the way: host.hello with the
+    // reply subject of a stream purge, of another person's event and of a worker's cancel.
+    const jsm = await jetstreamManager(stack.nc);
+    const streamName = eventStreamName(stack.env.prefix);
+    await eventually(async () => (await jsm.streams.info(streamName)).state.messages > 0);
+    const before = (await jsm.streams.info(streamName)).state.messages;
+    const forged: string[] = [];
+    const tap = stack.nc.subscribe(`${stack.env.prefix}.evt.bob.>`, {
+      callback: (_e, m) => {
+        forged.push(m.subject);
+      },
+    });
+    const cancels = stack.nc.subscribe(`${stack.env.prefix}.agent.cancel.>`, {
+      callback: (_e, m) => {
+        forged.push(m.subject);
+      },
+    });
+    await stack.nc.flush();
+    const hello = new TextEncoder().encode(JSON.stringify({ protocolVersion: 1 }));
+    for (const reply of [
+      `$JS.API.STREAM.PURGE.${streamName}`,
+      `${stack.env.prefix}.evt.bob.s1.plan.changed`,
+      `${stack.env.prefix}.agent.cancel.w1.t1`,
+    ])
+      stack.nc.publish(`${stack.env.prefix}.rpc.mallory.host.hello`, hello, { reply });
+    try {
+      // A correct hello answers within milliseconds; the unanswered ones are checked after a while.
+      await stack.nc.flush();
+      await new Promise((r) => setTimeout(r, 500));
+      expect(forged).toEqual([]);
+      expect((await jsm.streams.info(streamName)).state.messages).toBe(before);
+    } finally {
+      tap.unsubscribe();
+      cancels.unsubscribe();
+    }
+    await eventually(async () => {
+      const r = await stack.db.pool.query(
+        "SELECT count(*)::int AS n FROM audit_log WHERE action = 'bus.reply_refused' AND principal = 'mallory'",
+      );
+      return r.rows[0].n === 3;
+    });
+  });
+
   it("refuses to start without NATS credentials unless development mode is explicit", async () => {
     const env = { ...hostEnv(stack.env), PI_DEV_MODE: undefined };
     const p = spawnTs("services/host/main.ts", env);

@@ -25,7 +25,6 @@ describe("readAgentConfig", () => {
       NATS_PASSWORD: "p",
       NATS_URL: "nats://h:1",
       PI_PREFIX: "t1",
-      PI_WORKER_ID: "w-1",
       PI_WORKER_CONCURRENCY: "2",
       PI_SCRIPTED_CALL_LOG: "/tmp/x.jsonl",
     });
@@ -35,10 +34,21 @@ describe("readAgentConfig", () => {
       natsPassword: "p",
       natsUrl: "nats://h:1",
       prefix: "t1",
-      workerId: "w-1",
+      workerId: "w",
       concurrency: 2,
       scriptedCallLog: "/tmp/x.jsonl",
     });
+  });
+
+  it("outside development mode the worker id is its NATS user; another id is refused", () => {
+    expect(readAgentConfig({ NATS_USER: "w-2", NATS_PASSWORD: "p", PI_WORKER_ID: "w-2" }).workerId).toBe(
+      "w-2",
+    );
+    expect(() => readAgentConfig({ NATS_USER: "w-2", NATS_PASSWORD: "p", PI_WORKER_ID: "w-1" })).toThrow(
+      /must be the worker's NATS user/,
+    );
+    // Development mode: any id (the host also answers the shared inbox there).
+    expect(readAgentConfig({ PI_DEV_MODE: "1", NATS_USER: "w", PI_WORKER_ID: "w-1" }).workerId).toBe("w-1");
   });
 
   it("refuses malformed values", () => {

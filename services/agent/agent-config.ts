@@ -17,9 +17,16 @@ export const DEFAULT_CONCURRENCY = 4;
 /** Reads the worker's settings; throws (refusing to start) on anything doubtful. */
 export function readAgentConfig(env: NodeJS.ProcessEnv = process.env): AgentWorkerConfig {
   const bus = readBusEnv(env, "pi-host agent worker");
-  const workerId = env.PI_WORKER_ID || `worker-${randomBytes(6).toString("hex")}`;
+  // Outside development mode the worker's bus identity is its NATS user: its inbox (`_INBOX_<id>`)
+  // and its turns' cancel subjects are the ones that user may subscribe to (docs/security.md).
+  const workerId = env.PI_WORKER_ID || bus.natsUser || `worker-${randomBytes(6).toString("hex")}`;
   if (!SUBJECT_TOKEN.test(workerId)) {
     throw new Error(`PI_WORKER_ID must match ${SUBJECT_TOKEN.source}, got ${JSON.stringify(workerId)}`);
+  }
+  if (!bus.devMode && bus.natsUser && workerId !== bus.natsUser) {
+    throw new Error(
+      `PI_WORKER_ID (${workerId}) must be the worker's NATS user (${bus.natsUser}) outside development mode: replies and cancels reach a worker only under its own name; leave PI_WORKER_ID unset`,
+    );
   }
   return {
     ...bus,

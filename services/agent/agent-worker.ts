@@ -78,6 +78,7 @@ export function createAgentWorker(opts: AgentWorkerOptions) {
     const turn = startTurn(assignment, {
       nc,
       prefix,
+      workerId,
       client,
       toolClient,
       log,

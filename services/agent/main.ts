@@ -4,6 +4,7 @@ import { connect } from "@nats-io/transport-node";
 import { errorFields, createLogger } from "../protocol/log.ts";
 import { type AgentWorkerConfig, readAgentConfig } from "./agent-config.ts";
 import { createAgentWorker } from "./agent-worker.ts";
+import { inboxPrefix } from "../protocol/subjects.ts";
 
 const log = createLogger("agent");
 
@@ -27,6 +28,8 @@ async function main(): Promise<void> {
     servers: config.natsUrl,
     name: `pi-agent-${config.workerId}`,
     maxReconnectAttempts: -1,
+    // Replies to this worker's requests arrive only under its own prefix (docs/security.md).
+    inboxPrefix: inboxPrefix(config.workerId),
     ...(config.natsUser ? { user: config.natsUser, pass: config.natsPassword } : {}),
   });
   const worker = createAgentWorker({

@@ -19,6 +19,8 @@ const MAX_ERROR_TEXT = 4000;
 export interface TurnRunnerDeps {
   nc: NatsConnection;
   prefix: string;
+  /** The worker's bus identity: its turns' cancels arrive under it. */
+  workerId: string;
   /** claim/context/append/heartbeat/turn.end: short timeout. */
   client: TypedAgentClient;
   /** tools.execute: long timeout (a tool may wait for a person's permission). */
@@ -90,7 +92,7 @@ export function startTurn(assignment: TurnAssignment, deps: TurnRunnerDeps): Run
 
   async function run(): Promise<void> {
     deps.log.info("turn.started", { ...fields, mode: assignment.mode, model: assignment.model.model });
-    const cancelSub: Subscription = deps.nc.subscribe(turnCancelSubject(deps.prefix, turnId), {
+    const cancelSub: Subscription = deps.nc.subscribe(turnCancelSubject(deps.prefix, deps.workerId, turnId), {
       callback: () => abort("cancelled by the host"),
     });
     const stopHeartbeats = startHeartbeats();

@@ -1,13 +1,15 @@
 // The CLI's only adapter: one NATS connection, requests through the shared RPC client, and a
-// subscription to one session's events with a deadline-bounded `next()`. Nothing else does I/O on the bus.
+// subscription to one session's events with a deadline-bounded `next()` that catches up after a
+// reconnect (events.since). Nothing else does I/O on the bus.
 import { connect, type NatsConnection, type Subscription } from "@nats-io/transport-node";
 import type { SessionEvent } from "../protocol/events.ts";
 import type { ClientMethod, ResultOf } from "../protocol/methods.ts";
 import { type ArgsOf, rpcClient } from "../protocol/rpc-client.ts";
-import { sessionEventsWildcard } from "../protocol/subjects.ts";
+import { inboxPrefix, sessionEventsWildcard } from "../protocol/subjects.ts";
 import type { CliConfig } from "./cli-config.ts";
 import { CliError } from "./cli-error.ts";
-import { parseSessionEvent } from "./session-event.ts";
+import { parseSessionEvent, storedSessionEvent } from "./session-event.ts";
+import { createSessionFeed } from "./session-feed.ts";
 
 export interface EventSubscription {
   /** The next event of the session, or null once `deadline` (epoch ms) passes or the subscription closes. */
@@ -25,8 +27,21 @@ export interface CliBus {
 
 const decoder = new TextDecoder();
 
-function sessionSubscription(nc: NatsConnection, config: CliConfig, sessionId: string): EventSubscription {
-  const queue: SessionEvent[] = [];
+/** Events per `events.since` page while catching up. */
+const CATCH_UP_LIMIT = 500;
+
+/**
+ * One session's events: subscribed first; after every reconnect, what was published meanwhile is
+ * fetched with `events.since` after the last cursor seen, and duplicates are dropped by `seq`
+ * (session-feed.ts). Events are hints: the commands re-read state when they need it.
+ */
+function sessionSubscription(
+  nc: NatsConnection,
+  config: CliConfig,
+  sessionId: string,
+  since: (after: number) => Promise<{ events: Array<Record<string, unknown>>; next: number; more: boolean }>,
+): EventSubscription {
+  const feed = createSessionFeed();
   let wake: (() => void) | null = null;
   let closed = false;
   const sub: Subscription = nc.subscribe(sessionEventsWildcard(config.prefix, config.principal, sessionId), {
@@ -41,15 +56,42 @@ function sessionSubscription(nc: NatsConnection, config: CliConfig, sessionId: s
           msg.subject,
           decoder.decode(msg.data),
         );
-        if (e) queue.push(e);
+        if (e) feed.live(e);
       }
       wake?.();
     },
   });
+  async function catchUp(): Promise<void> {
+    let after = feed.beginCatchUp();
+    try {
+      for (;;) {
+        const page = await since(after);
+        feed.fetched(
+          page.events
+            .map((body) => storedSessionEvent(sessionId, body))
+            .filter((e): e is SessionEvent => e !== null),
+        );
+        after = page.next;
+        if (!page.more) break;
+      }
+    } catch {
+      // Not fetched now: the follow goes on with what arrives live (and its own deadline).
+    } finally {
+      feed.endCatchUp();
+      wake?.();
+    }
+  }
+  const status = nc.status();
+  void (async () => {
+    for await (const s of status) {
+      if (closed) break;
+      if (s.type === "reconnect") await catchUp();
+    }
+  })();
   return {
     async next(deadline) {
       for (;;) {
-        const e = queue.shift();
+        const e = feed.take();
         if (e) return e;
         const left = deadline - Date.now();
         if (closed || left <= 0) return null;
@@ -66,6 +108,7 @@ function sessionSubscription(nc: NatsConnection, config: CliConfig, sessionId: s
     close() {
       closed = true;
       sub.unsubscribe();
+      (status as { stop?: () => void }).stop?.();
       wake?.();
     },
   };
@@ -78,6 +121,8 @@ export async function connectBus(config: CliConfig): Promise<CliBus> {
     nc = await connect({
       servers: config.natsUrl,
       name: "pihost-cli",
+      // Replies come back only under the caller's own prefix (docs/security.md, "The bus").
+      inboxPrefix: inboxPrefix(config.principal),
       ...(config.natsUser ? { user: config.natsUser, pass: config.natsPassword ?? "" } : {}),
     });
   } catch (cause) {
@@ -93,7 +138,9 @@ export async function connectBus(config: CliConfig): Promise<CliBus> {
   return {
     call: rpc.call,
     async subscribeSession(sessionId) {
-      const sub = sessionSubscription(nc, config, sessionId);
+      const sub = sessionSubscription(nc, config, sessionId, (after) =>
+        rpc.call("events.since", { sessionId, after, limit: CATCH_UP_LIMIT }),
+      );
       await nc.flush();
       return sub;
     },

@@ -45,6 +45,13 @@ describe("readCliConfig", () => {
     });
   });
 
+  it("with NATS credentials the principal is the NATS user; another PI_PRINCIPAL is refused", () => {
+    expect(readCliConfig({ NATS_USER: "erin", NATS_PASSWORD: "p" }, "osuser").principal).toBe("erin");
+    expect(() => readCliConfig({ NATS_USER: "erin", PI_PRINCIPAL: "frank" }, "u")).toThrow(
+      /differs from NATS_USER/,
+    );
+  });
+
   it.each([{ PI_PREFIX: "a.b" }, { PI_PREFIX: "p>" }, { PI_PRINCIPAL: "a.b" }, { PI_PRINCIPAL: "*" }])(
     "refuses a prefix or principal that is not one subject token: %o",
     (env) => {

@@ -33,7 +33,15 @@ export function readCliConfig(env: NodeJS.ProcessEnv, osUserName: string | undef
       `PI_PREFIX must be one subject token ([A-Za-z0-9_-], at most 32), got ${JSON.stringify(prefix)}`,
     );
   }
-  const principal = env.PI_PRINCIPAL || principalFromUserName(osUserName);
+  // With NATS credentials the principal is the NATS user: the server lets a person publish
+  // requests only under their own name and read replies only under `_INBOX_<name>`.
+  const natsUser = env.NATS_USER || undefined;
+  const principal = env.PI_PRINCIPAL || natsUser || principalFromUserName(osUserName);
+  if (natsUser && principal !== natsUser) {
+    throw new UsageError(
+      `PI_PRINCIPAL (${principal}) differs from NATS_USER (${natsUser}): the NATS server lets you act only as your NATS user; unset PI_PRINCIPAL`,
+    );
+  }
   if (!SUBJECT_TOKEN.test(principal)) {
     throw new UsageError(
       `PI_PRINCIPAL must be one subject token ([A-Za-z0-9_-], at most 64), got ${JSON.stringify(principal)}`,
@@ -43,7 +51,7 @@ export function readCliConfig(env: NodeJS.ProcessEnv, osUserName: string | undef
     natsUrl: env.NATS_URL || DEFAULT_NATS_URL,
     prefix,
     principal,
-    natsUser: env.NATS_USER || undefined,
+    natsUser,
     natsPassword: env.NATS_PASSWORD || undefined,
   };
 }

@@ -14,6 +14,13 @@ export function eventTypeFromSubject(
   return subject.slice(head.length);
 }
 
+/** An event of one session as `events.since` returned it; another session's or an unknown type: null. */
+export function storedSessionEvent(sessionId: string, body: Record<string, unknown>): SessionEvent | null {
+  if (body.sessionId !== sessionId || typeof body.type !== "string") return null;
+  if (!(EVENT_TYPES as string[]).includes(body.type)) return null;
+  return body as SessionEvent;
+}
+
 /** Known event types only; unknown ones (a newer host) are skipped rather than misread. */
 export function parseSessionEvent(
   prefix: string,

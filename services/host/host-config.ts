@@ -12,6 +12,12 @@ export interface HostConfig {
   natsUrl: string;
   natsUser: string | undefined;
   natsPassword: string | undefined;
+  /**
+   * The NATS user of the connection that serves requests (PI_NATS_RPC_USER/PASSWORD): it may only
+   * answer into inboxes, while NATS_USER publishes events, offers and cancels. Unset: NATS_USER's.
+   */
+  natsRpcUser: string | undefined;
+  natsRpcPassword: string | undefined;
   devMode: boolean;
   prefix: string;
   streamName: string;
@@ -78,6 +84,8 @@ export function readHostConfig(env: NodeJS.ProcessEnv = process.env): HostConfig
   return {
     databaseUrl: env.DATABASE_URL || DEFAULT_DATABASE_URL,
     ...bus,
+    natsRpcUser: env.PI_NATS_RPC_USER || undefined,
+    natsRpcPassword: env.PI_NATS_RPC_PASSWORD || undefined,
     devMode,
     prefix,
     streamName: env.PI_STREAM || eventStreamName(prefix),

@@ -4,7 +4,10 @@ import { readFileSync } from "node:fs";
 import path from "node:path";
 import { connect } from "@nats-io/transport-node";
 import { errorFields, createLogger } from "../protocol/log.ts";
-import { createAgentApi } from "./bus/agent-api.ts";
+import { inboxPrefix } from "../protocol/subjects.ts";
+import { createAgentApi, workerOfRequest } from "./bus/agent-api.ts";
+import { createRefusalRecorder } from "./bus/reply-rules.ts";
+import { appendAudit } from "./store/audit-log.ts";
 import { createAuditApi } from "./bus/audit-api.ts";
 import { afterEvents, createEventsApi } from "./bus/events-api.ts";
 import { createEventStore } from "./store/event-store.ts";
@@ -58,6 +61,8 @@ async function main(): Promise<void> {
     servers: config.natsUrl,
     name: `pi-host ${config.hostId}`,
     maxReconnectAttempts: -1,
+    // Plugin and JetStream replies come back under the host's own prefix (its user's inbox).
+    ...(config.natsUser ? { inboxPrefix: inboxPrefix(config.natsUser) } : {}),
     ...(config.natsUser ? { user: config.natsUser, pass: config.natsPassword ?? "" } : {}),
   });
   if (!config.devMode && nc.info?.auth_required !== true) {
@@ -69,6 +74,24 @@ async function main(): Promise<void> {
     await nc.close().catch(() => {});
     process.exit(2);
   }
+  // Requests are served on a connection of their own, whose NATS user may publish only into
+  // inboxes (docs/security.md, "The bus"); events, offers, cancels and plugin calls go out on `nc`.
+  const rpcUser = config.natsRpcUser
+    ? { user: config.natsRpcUser, pass: config.natsRpcPassword ?? "" }
+    : config.natsUser
+      ? { user: config.natsUser, pass: config.natsPassword ?? "" }
+      : {};
+  if (!config.devMode && !config.natsRpcUser)
+    log.warn("host.nats_rpc_user_missing", {
+      message:
+        "requests are served with NATS_USER, which may publish events and cancels too; set PI_NATS_RPC_USER/PI_NATS_RPC_PASSWORD (pihost nats-config writes that user)",
+    });
+  const rpcNc = await connect({
+    servers: config.natsUrl,
+    name: `pi-host ${config.hostId} rpc`,
+    maxReconnectAttempts: -1,
+    ...rpcUser,
+  });
   const clock = createClock();
   await checkDatabase(config.databaseUrl);
   const applied = await migrateUp({ databaseUrl: config.databaseUrl });
@@ -242,8 +265,9 @@ async function main(): Promise<void> {
     }),
   });
 
+  let stopping = false;
   const service = await startHostBus({
-    nc,
+    nc: rpcNc,
     prefix: config.prefix,
     hostId: config.hostId,
     version: pkg.version,
@@ -253,10 +277,34 @@ async function main(): Promise<void> {
     agent: afterEvents(events, createAgentApi({ db, sessions, supervisor, dispatcher, events, tools })),
     test: hooks.test,
     onWorkerHello: () => dispatcher.reoffer(),
+    devMode: config.devMode,
+    workerOf: workerOfRequest(dispatcher),
+    // A request whose reply subject is not its caller's inbox is not served; it is logged and audited.
+    onReplyRefused: createRefusalRecorder({
+      clock,
+      log,
+      audit: (r, at) =>
+        appendAudit(db, {
+          at,
+          principal: r.caller,
+          action: "bus.reply_refused",
+          decision: "not-served",
+          details: { subject: r.subject, reply: r.reply ?? null, reason: r.reason },
+        }),
+    }),
+  });
+
+  // A service stopped by an error (say, a subscription the server refused) answers nothing more:
+  // that is not a host that may keep running.
+  void service.stopped.then((err) => {
+    if (stopping) return;
+    log.error("host.service_stopped", err ? errorFields(err) : {});
+    process.exit(1);
   });
 
   await scheduler.start();
   await nc.flush();
+  await rpcNc.flush();
   log.info("host.ready", {
     hostId: config.hostId,
     prefix: config.prefix,
@@ -268,7 +316,6 @@ async function main(): Promise<void> {
     log.warn("host.orphan_artifacts_failed", errorFields(err)),
   );
 
-  let stopping = false;
   const shutdown = async (signal: string) => {
     if (stopping) return;
     stopping = true;
@@ -279,6 +326,7 @@ async function main(): Promise<void> {
     supervisor.stopAll();
     await runner.close().catch(() => {});
     await events.flush().catch(() => {});
+    await rpcNc.drain().catch(() => {});
     await nc.drain().catch(() => {});
     await db.end().catch(() => {});
     process.exit(0);

@@ -1,6 +1,7 @@
 // Session event types published on `<prefix>.evt.<principal>.<sessionId>.<type>` and kept as rows the
 // host method `events.since` pages through. Every event body carries sessionId, the host's timestamp
-// `at` and `seq`, the session's event sequence number (1, 2, 3, ...; clients drop duplicates by it).
+// `at`, `seq` (the session's event sequence number 1, 2, 3, ...; clients drop duplicates by it) and
+// the caller-wide `cursor`.
 import type {
   ApprovalStatus,
   ExecutionState,
@@ -91,4 +92,9 @@ export type SessionEvent<T extends EventType = EventType> = {
   at: string;
   /** The session's event sequence number: 1, 2, 3, ... per session, never repeated. */
   seq: number;
+  /**
+   * The event's caller-wide cursor (`events.since`): after a disconnect a client asks for what came
+   * after the last cursor it saw of a session. Within one session cursors grow with `seq`.
+   */
+  cursor: number;
 } & EventBodies[T];

@@ -32,10 +32,29 @@ export function agentSubject(prefix: string, name: AgentMethod | "offer" | "hell
   return `${prefix}.agent.${name}`;
 }
 
-/** Cancel notice for one turn, published by the host when it aborts a turn. */
-export function turnCancelSubject(prefix: string, turnId: string): string {
-  return `${prefix}.agent.cancel.${turnId}`;
+/**
+ * Cancel notice for one turn, published by the host when it revokes a turn: under the worker that
+ * holds it, so a worker may subscribe only to its own turns' cancels (`<prefix>.agent.cancel.<worker>.>`).
+ */
+export function turnCancelSubject(prefix: string, workerId: string, turnId: string): string {
+  return `${prefix}.agent.cancel.${workerId}.${turnId}`;
 }
+
+/** Every cancel of one worker's turns (what its NATS user may subscribe to). */
+export function workerCancelWildcard(prefix: string, workerId: string): string {
+  return `${prefix}.agent.cancel.${workerId}.>`;
+}
+
+/**
+ * A person's or worker's private inbox prefix, `_INBOX_<name>` (the nats.js connection option
+ * `inboxPrefix`): replies to their requests go only under it (docs/security.md, "The bus").
+ */
+export function inboxPrefix(name: string): string {
+  return `_INBOX_${name}`;
+}
+
+/** The shared inbox prefix of NATS clients that set none; the host answers it in development mode only. */
+export const SHARED_INBOX_PREFIX = "_INBOX";
 
 /** Session events: `<prefix>.evt.<principal>.<sessionId>.<type>`. */
 export function eventSubject(prefix: string, principal: string, sessionId: string, type: string): string {

@@ -34,7 +34,7 @@ const BANNER = `
 ${GRANT_LINE}
   * Data folder: ${dataDir}
   Production: run services/host/main.ts and services/agent/main.ts with NATS credentials
-  (see infra/nats-auth.example.conf and docs/operations.md).
+  ("pihost nats-config" writes its NATS configuration; see docs/operations.md).
 ===========================================================================================
 `;
 

@@ -11,7 +11,7 @@ import {
   ToolsExecuteParams,
   TurnEndParams,
 } from "../../protocol/schemas.ts";
-import type { AgentMethod } from "../../protocol/subjects.ts";
+import { type AgentMethod, SUBJECT_TOKEN } from "../../protocol/subjects.ts";
 import type { Audience, EventPublisher } from "../sessions/event-publisher.ts";
 import type { SessionSupervisor } from "../sessions/session-supervisor.ts";
 import { textOf, type ToolPipeline } from "../sessions/tool-pipeline.ts";
@@ -21,6 +21,22 @@ import { executionOfTurn } from "../store/session-facts.ts";
 import type { SessionStore } from "../store/session-store.ts";
 
 export type AgentHandler = (params: unknown) => Promise<unknown>;
+
+/**
+ * The worker an agent request proves to be from, for the reply rule (reply-rules.ts): a claim's
+ * `workerId` (its token is then sent only to that worker's inbox), or the worker holding the lease
+ * of a valid turn token; null otherwise (the handler refuses such a request, and nothing is done).
+ */
+export function workerOfRequest(
+  dispatcher: Pick<TurnDispatcher, "check">,
+): (method: string, body: unknown) => string | null {
+  return (method, body) => {
+    const b = (typeof body === "object" && body !== null ? body : {}) as Record<string, unknown>;
+    if (method === "claim")
+      return typeof b.workerId === "string" && SUBJECT_TOKEN.test(b.workerId) ? b.workerId : null;
+    return dispatcher.check(b.turnId, b.token)?.workerId ?? null;
+  };
+}
 
 export function createAgentApi(deps: {
   db: Db;

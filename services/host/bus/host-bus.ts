@@ -1,6 +1,6 @@
 // Registers the host as a NATS micro service (discoverable with standard tooling) and routes requests
-// by the METHODS table: decode -> authorize (the caller kind) -> delegate to the handler. Replies,
-// errors included, are made in reply.ts and nowhere else.
+// by the METHODS table: reply subject checked (reply-rules.ts) -> decode -> authorize (the caller
+// kind) -> delegate to the handler. Replies, errors included, are made in reply.ts and nowhere else.
 import type { NatsConnection } from "@nats-io/nats-core";
 import { type Service, type ServiceMsg, Svcm } from "@nats-io/services";
 import { AppError } from "../../protocol/app-error.ts";
@@ -19,6 +19,7 @@ import {
 import type { AgentHandler } from "./agent-api.ts";
 import type { ClientHandler } from "./client-api.ts";
 import { createReplier } from "./reply.ts";
+import { type RefusedReply, replyRefusal } from "./reply-rules.ts";
 
 /**
  * The body decoded by the method's params schema. A worker's token is checked before anything else
@@ -40,6 +41,12 @@ export async function startHostBus(deps: {
   agent: Record<string, AgentHandler>;
   test: Record<string, AgentHandler> | null;
   onWorkerHello: () => void;
+  /** Development mode also answers the shared `_INBOX.` (reply-rules.ts). */
+  devMode: boolean;
+  /** The worker an agent request proves to be from (a claim's workerId, a valid token's lease), or null. */
+  workerOf: (method: string, body: unknown) => string | null;
+  /** A request not served because of its reply subject (logged and audited by the caller). */
+  onReplyRefused: (refused: RefusedReply) => void;
 }): Promise<Service> {
   const { nc, prefix, log } = deps;
   const replier = createReplier(log);
@@ -52,11 +59,15 @@ export async function startHostBus(deps: {
     statsHandler: replier.statsHandler,
   });
 
-  /** `onError` names the log event of a subscription error (none: ignored). */
+  /**
+   * `onError` names the log event of a subscription error (none: ignored); `callerOf` says who the
+   * message proves to be from, so that only that caller's inbox is answered.
+   */
   const endpoint = (
     name: string,
     subject: string,
     onError: string | null,
+    callerOf: (msg: ServiceMsg) => string | null,
     serve: (msg: ServiceMsg) => Promise<unknown>,
   ) =>
     service.addEndpoint(name, {
@@ -66,11 +77,28 @@ export async function startHostBus(deps: {
           if (onError) log.error(onError, errorFields(err));
           return;
         }
+        let caller: string | null = null;
+        try {
+          caller = callerOf(msg);
+        } catch {
+          // A body that is not JSON proves no caller; the handler refuses it as always.
+        }
+        const reason = replyRefusal(msg.reply, caller, deps.devMode);
+        if (reason) {
+          deps.onReplyRefused({ subject: msg.subject, reply: msg.reply, caller, reason });
+          return;
+        }
         replier.reply(msg, subject, () => serve(msg));
       },
     });
 
-  endpoint("rpc", rpcWildcard(prefix), "host.rpc_subscription", async (msg) => {
+  /** The principal of a well-formed rpc subject (NATS permissions tie it to the user), else null. */
+  const principalOf = (msg: ServiceMsg): string | null => {
+    const parsed = parseRpcSubject(prefix, msg.subject);
+    return parsed && SUBJECT_TOKEN.test(parsed.principal) ? parsed.principal : null;
+  };
+
+  endpoint("rpc", rpcWildcard(prefix), "host.rpc_subscription", principalOf, async (msg) => {
     const parsed = parseRpcSubject(prefix, msg.subject);
     if (!parsed || !SUBJECT_TOKEN.test(parsed.principal))
       throw new AppError("INVALID_PARAMS", "malformed subject");
@@ -87,18 +115,31 @@ export async function startHostBus(deps: {
     const spec = methodSpec(method);
     if (!handler || !spec) continue;
     const name = `agent-${method.replace(".", "-")}`;
-    endpoint(name, agentSubject(prefix, method), "host.agent_subscription", async (msg) =>
-      handler(decodeBody(spec, msg.data)),
+    endpoint(
+      name,
+      agentSubject(prefix, method),
+      "host.agent_subscription",
+      (msg) => deps.workerOf(method, decodeJson(msg.data)),
+      async (msg) => handler(decodeBody(spec, msg.data)),
     );
   }
 
-  endpoint("test", testSubject(prefix, ">"), null, async (msg) => {
-    if (!deps.test) throw new AppError("TEST_HOOKS_DISABLED");
-    const name = msg.subject.slice(testSubject(prefix, "").length);
-    const handler = Object.hasOwn(deps.test, name) ? deps.test[name] : undefined;
-    if (!handler) throw new AppError("UNKNOWN_METHOD", `no test hook ${name}`);
-    return handler(decodeJson(msg.data));
-  });
+  // Not in production without test hooks: the serving user has no right on `<prefix>.test.>`, and
+  // a subscription the server refuses stops the whole service.
+  if (deps.test || deps.devMode)
+    endpoint(
+      "test",
+      testSubject(prefix, ">"),
+      null,
+      () => null,
+      async (msg) => {
+        if (!deps.test) throw new AppError("TEST_HOOKS_DISABLED");
+        const name = msg.subject.slice(testSubject(prefix, "").length);
+        const handler = Object.hasOwn(deps.test, name) ? deps.test[name] : undefined;
+        if (!handler) throw new AppError("UNKNOWN_METHOD", `no test hook ${name}`);
+        return handler(decodeJson(msg.data));
+      },
+    );
 
   // Workers announce themselves; waiting offers are re-published at once.
   nc.subscribe(agentSubject(prefix, "hello"), { callback: () => deps.onWorkerHello() });

@@ -12,6 +12,8 @@ import { eventSubject, eventWildcard } from "../../protocol/subjects.ts";
 import type { Clock } from "../clock.ts";
 import type { EventStore } from "../store/event-store.ts";
 
+/** Longest wait for the server's PONG before a reply goes anyway (a server that is gone gets neither). */
+const FLUSH_WAIT_MS = 2_000;
 /** Events older than the store's bound are pruned once every this many written events (and at the first). */
 const PRUNE_AGE_EVERY = 1_000;
 
@@ -59,12 +61,16 @@ export function createEventPublisher({
   /** The last write of each session with one under way: the next one of that session waits for it. */
   const tails = new Map<string, Promise<void>>();
   let written = 0;
+  /** Published since the last round trip to the server began; that round trip. */
+  let unflushed = false;
+  let roundTrip: Promise<void> = Promise.resolve();
 
   async function writeAndPublish(to: Audience, type: EventType, body: Record<string, unknown>, at: Date) {
     let seq: number;
+    let cursor: number;
     let approvers: readonly string[];
     try {
-      ({ seq, approvers } = await store.append(to.sessionId, type, body, at));
+      ({ seq, cursor, approvers } = await store.append(to.sessionId, type, body, at));
     } catch (err) {
       // Events are hints: one that could not be stored (fenced writer, database gone) is not sent,
       // so every event a client sees can be fetched again by its cursor.
@@ -72,11 +78,12 @@ export function createEventPublisher({
       return;
     }
     // The envelope fields last: no body field overrides them.
-    const data = encodeJson({ ...body, type, sessionId: to.sessionId, at: at.toISOString(), seq });
+    const data = encodeJson({ ...body, type, sessionId: to.sessionId, at: at.toISOString(), seq, cursor });
     // The approvers as the store read them with the event (members now), not as the caller cached them.
     for (const principal of new Set([to.owner, ...approvers])) {
       if (principal) nc.publish(eventSubject(prefix, principal, to.sessionId, type), data);
     }
+    unflushed = true;
     if (written++ % PRUNE_AGE_EVERY === 0) {
       void store
         .pruneByAge()
@@ -98,10 +105,21 @@ export function createEventPublisher({
     },
     /**
      * Resolves when every event raised before this call is stored and published (or logged as not
-     * stored); events raised meanwhile are not waited for, so a busy host never keeps it waiting.
+     * stored) and has reached the server; events raised meanwhile are not waited for, so a busy
+     * host never keeps it waiting.
      */
     async flush(): Promise<void> {
       await Promise.all([...tails.values()]);
+      // Replies leave on the host's serving connection, events on this one: a round trip here
+      // (PING/PONG) means the server has routed every event before the reply is even sent.
+      if (unflushed) {
+        unflushed = false;
+        roundTrip = Promise.race([
+          nc.flush().catch(() => {}),
+          new Promise<void>((resolve) => setTimeout(resolve, FLUSH_WAIT_MS).unref()),
+        ]);
+      }
+      await roundTrip;
     },
   };
 }

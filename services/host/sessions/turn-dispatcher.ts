@@ -46,8 +46,11 @@ export function createTurnDispatcher(deps: {
           agentSubject(prefix, "offer"),
           encodeJson({ turnId: c.turnId, sessionId: c.sessionId, kind: c.kind }),
         ),
-      publishCancel: ({ context: c }) =>
-        nc.publish(turnCancelSubject(prefix, c.turnId), encodeJson({ reason: "revoked" })),
+      // Only a leased turn has a worker to tell; the cancel goes under that worker's subjects.
+      publishCancel: ({ context: c }) => {
+        if (c.workerId)
+          nc.publish(turnCancelSubject(prefix, c.workerId, c.turnId), encodeJson({ reason: "revoked" }));
+      },
       leaseLost: ({ context: c }) => {
         log.warn("turn.lease_lost", { turnId: c.turnId, workerId: c.workerId });
         // Reported after this transition completes, so the session sees a finished turn actor.

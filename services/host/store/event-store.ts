@@ -127,6 +127,7 @@ export function createEventStore({ db, clock }: { db: Db; clock: Clock }) {
           sessionId: row.session_id,
           at: new Date(row.at).toISOString(),
           seq: Number(row.seq),
+          cursor: Number(row.cursor),
         });
         next = Number(row.cursor);
       }
