@@ -6,6 +6,7 @@ import { AppError } from "../protocol/app-error.ts";
 import { PROTOCOL_VERSION } from "../protocol/subjects.ts";
 import { CliError, UsageError } from "./cli-error.ts";
 import { bus, type CliDeps, isJson, out, outJson, type Run } from "./cli-run.ts";
+import { addNatsConfigCommand } from "./commands/nats-config.ts";
 import { addPermissionCommands } from "./commands/permissions.ts";
 import { addPlanCommands } from "./commands/plans.ts";
 import { addProjectCommands } from "./commands/project.ts";
@@ -42,6 +43,7 @@ function buildProgram(run: Run): Command {
   addPromptCommands(program, run);
   addPermissionCommands(program, run);
   addPlanCommands(program, run);
+  addNatsConfigCommand(program, run);
   return program;
 }
 
