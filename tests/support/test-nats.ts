@@ -79,9 +79,14 @@ export interface PrivateNats {
 
 /**
  * Starts a private nats-server (JetStream on) on a free loopback port; with `auth`, the server
- * requires that user and password (and the readiness probe connects with them).
+ * requires that user and password (and the readiness probe connects with them). With `configFile`
+ * (for example what `pihost nats-config` wrote) the server runs that configuration, `auth` then
+ * naming one of its users for the probe; address, port and store folder are still the test's.
  */
-export async function startPrivateNats(auth?: { user: string; pass: string }): Promise<PrivateNats> {
+export async function startPrivateNats(
+  auth?: { user: string; pass: string },
+  opts: { configFile?: string } = {},
+): Promise<PrivateNats> {
   const port = await freePort();
   const dir = mkdtempSync(path.join(os.tmpdir(), "pihost-nats-"));
   const child: ChildProcess = spawn(
@@ -94,7 +99,7 @@ export async function startPrivateNats(auth?: { user: string; pass: string }): P
       "-js",
       "-sd",
       dir,
-      ...(auth ? ["--user", auth.user, "--pass", auth.pass] : []),
+      ...(opts.configFile ? ["-c", opts.configFile] : auth ? ["--user", auth.user, "--pass", auth.pass] : []),
     ],
     {
       stdio: "ignore",
