@@ -137,7 +137,7 @@ async function claimedPlanTurn(
   workerName: string,
 ): Promise<{ sessionId: string; a: TurnAssignment; w: NatsConnection }> {
   const alice = person(await as("alice"), "alice");
-  const ws = stack.newWorkspace(`ws-${Math.random().toString(36).slice(2, 8)}`);
+  const ws = stack.newWorkspace(`alice/ws-${Math.random().toString(36).slice(2, 8)}`);
   const project = await alice.call<ProjectView>("projects.create", { name: "p", workspaceRoot: ws });
   const session = await alice.call<SessionView>("session.create", {
     projectId: project.id,
@@ -353,7 +353,7 @@ describe("a real worker and the CLI under the generated users", () => {
       await worker.waitForEvent("worker.ready", 30_000);
       const aliceNc = await as("alice");
       const alice = person(aliceNc, "alice");
-      const ws = stack.newWorkspace("real-worker");
+      const ws = stack.newWorkspace("alice/real-worker");
       const project = await alice.call<ProjectView>("projects.create", { name: "r", workspaceRoot: ws });
       const session = await alice.call<SessionView>("session.create", {
         projectId: project.id,

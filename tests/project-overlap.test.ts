@@ -95,7 +95,12 @@ describe("overlapping project roots", () => {
       details: { projectId: outer.id, relation: "inside" },
     });
     expect(await refusalCode(create(outerRoot))).toBe("PROJECT_ROOT_OVERLAPS");
-    const containing = await create(stack.dir).catch((e: AppError) => e);
+    // A configured root is never a project root (tests/workspace-grants.test.ts): contain below it.
+    expect(await refusalCode(create(stack.dir))).toBe("WORKSPACE_NOT_ALLOWED");
+    const wrapper = stack.newWorkspace("wrapper");
+    mkdirSync(path.join(wrapper, "p"));
+    await create(path.join(wrapper, "p"));
+    const containing = await create(wrapper).catch((e: AppError) => e);
     expect(containing).toMatchObject({ code: "PROJECT_ROOT_OVERLAPS", details: { relation: "contains" } });
     // A sibling whose name extends the outer's (`outer` / `outer2`) does not overlap it.
     const sibling = await create(stack.newWorkspace("outer2"));

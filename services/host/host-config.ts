@@ -1,9 +1,16 @@
 // The host's configuration, read once from the environment (docs/operations.md lists every variable).
 // Anything doubtful refuses to start: production needs NATS credentials, development mode is explicit.
+import { readFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { DEFAULT_NATS_URL, positiveIntEnv, readBusEnv } from "../protocol/process-env.ts";
 import { eventStreamName } from "../protocol/subjects.ts";
+import {
+  openAccess,
+  ownFolderAccess,
+  parseWorkspaceAccess,
+  type WorkspaceAccess,
+} from "./store/workspace-grants.ts";
 import { type ToolRunnerConfig, toolRunnerConfigFromEnv } from "./tools/tool-runner.ts";
 
 export interface HostConfig {
@@ -25,6 +32,11 @@ export interface HostConfig {
   streamMaxBytes: number;
   dataDir: string;
   workspaceRoots: string[];
+  /**
+   * Which folders each person may open as a project: the PI_WORKSPACE_ACCESS file; without it,
+   * development mode every folder under every root, production `<root>/<principal>` only.
+   */
+  workspaceAccess: WorkspaceAccess;
   testHooks: boolean;
   /** Test hooks only: deliberately break one host guard, to prove the model-based test notices. */
   testBreakGuard: string | undefined;
@@ -70,6 +82,21 @@ export { DEFAULT_NATS_URL };
 /** The host's database when DATABASE_URL is unset: database `pihost` on the local Postgres. */
 export const DEFAULT_DATABASE_URL = "postgres://postgres@127.0.0.1:5432/pihost";
 
+/** PI_WORKSPACE_ACCESS read and checked once at start: an unreadable or bad file stops the host. */
+function readWorkspaceAccess(env: NodeJS.ProcessEnv, roots: string[], devMode: boolean): WorkspaceAccess {
+  const file = env.PI_WORKSPACE_ACCESS;
+  if (!file) return devMode ? openAccess(roots) : ownFolderAccess(roots);
+  const source = path.resolve(file);
+  let text: string;
+  try {
+    text = readFileSync(source, "utf8");
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code ?? "unreadable";
+    throw new Error(`PI_WORKSPACE_ACCESS (${source}) cannot be read: ${code}`, { cause: err });
+  }
+  return parseWorkspaceAccess(text, roots, source);
+}
+
 export function readHostConfig(env: NodeJS.ProcessEnv = process.env): HostConfig {
   const { devMode, prefix, ...bus } = readBusEnv(env, "pi-host");
   const dataDir = path.resolve(env.PI_DATA_DIR || ".pihost-data");
@@ -92,6 +119,7 @@ export function readHostConfig(env: NodeJS.ProcessEnv = process.env): HostConfig
     streamMaxBytes: positiveIntEnv(env, "PI_STREAM_MAX_BYTES", 1024 * 1024 * 1024),
     dataDir,
     workspaceRoots: roots,
+    workspaceAccess: readWorkspaceAccess(env, roots, devMode),
     testHooks: env.PI_TEST_HOOKS === "1",
     testBreakGuard: env.PI_TEST_HOOKS === "1" ? env.PI_TEST_BREAK_GUARD || undefined : undefined,
     hostId:

@@ -124,7 +124,13 @@ async function main(): Promise<void> {
 
   const sessions = createSessionStore({ db, clock });
   // Overlapping project roots (left by earlier versions) are reported, and refused at every tool call.
-  const projects = createProjectStore({ db, clock, workspaceRoots: config.workspaceRoots });
+  // Which folders each person may open as a project (PI_WORKSPACE_ACCESS, docs/security.md).
+  const projects = createProjectStore({
+    db,
+    clock,
+    workspaceRoots: config.workspaceRoots,
+    workspaceAccess: config.workspaceAccess,
+  });
   await projects.reportOverlaps(log);
 
   // Every event is stored with its per-session sequence before it is published (events.since).

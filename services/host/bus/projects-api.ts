@@ -57,8 +57,9 @@ export function createProjectsApi(
       // Another project's root is named only to its owner and to settings admins.
       const mayView = (owner: string) =>
         owner === principal || deps.devMode || deps.settingsAdmins.includes(principal);
-      const { root, configuredRoot } = await store.resolveRoot(p.workspaceRoot);
-      // Overlaps first: nothing is granted on a root that could never be a project.
+      // Only a folder the caller may open (PI_WORKSPACE_ACCESS), checked on its real path; then
+      // overlaps: nothing is granted on a root that could never be a project.
+      const { root, configuredRoot } = await store.resolveRoot(principal, p.workspaceRoot);
       await store.assertNoOverlap(root, mayView);
       const audit = await ensureUsable(root, configuredRoot);
       return store.create(principal, p.name, root, { mayView, audit });

@@ -1,5 +1,6 @@
 // Rows of projects (docs/architecture.md "Tools"): a workspace root under a configured root, its owner,
-// and its tool settings (network for the sandbox, BrowserPreview origins). Every change is one audited
+// and its tool settings (network for the sandbox, BrowserPreview origins). Which folders a person may
+// open is workspace-grants.ts, checked on the real path. Every change is one audited
 // transaction on the host clock; tool calls read the settings on every call. No two project roots
 // overlap (equal, inside or containing); overlaps left by earlier versions are kept here, reported.
 // Who may see and use a project: its members (project-members.ts); the owner is one from the start.
@@ -17,6 +18,7 @@ import type { Clock } from "../clock.ts";
 import { type Db, type Tx, withTransaction } from "./db.ts";
 import { newId } from "../ids.ts";
 import { createProjectMembers, isMemberSql } from "./project-members.ts";
+import { foldersFor, isUnder, openAccess, type WorkspaceAccess } from "./workspace-grants.ts";
 
 interface ProjectRow {
   id: string;
@@ -115,14 +117,20 @@ function view(row: ProjectRow): ProjectView {
   };
 }
 
+/** The real path of an existing folder, or null. */
+const realDir = (p: string) => fs.realpath(p).catch(() => null);
+
 export function createProjectStore({
   db,
   clock,
   workspaceRoots,
+  workspaceAccess = openAccess(workspaceRoots),
 }: {
   db: Db;
   clock: Clock;
   workspaceRoots: string[];
+  /** Which folders each person may open (HostConfig.workspaceAccess); default: development's. */
+  workspaceAccess?: WorkspaceAccess;
 }) {
   async function getRow(q: Db | Tx, projectId: string, forUpdate = false): Promise<ProjectRow> {
     const r = await q.query(
@@ -142,25 +150,53 @@ export function createProjectStore({
     members,
 
     /**
-     * The real path of a requested root and the configured root it lies under; anything else (not
-     * an existing directory, outside every configured root) is WORKSPACE_NOT_ALLOWED.
+     * The real path of a root `principal` asks for and the configured root it lies under. Refused
+     * (WORKSPACE_NOT_ALLOWED, naming only the caller's own folders): not an existing directory, a
+     * configured root itself (it holds everyone's folders), or outside every folder granted to the
+     * caller (workspace-grants.ts; symlinks resolved on both sides, a granted folder that does not
+     * exist or whose real path leaves every root grants nothing). Whether a path outside the
+     * caller's folders exists is never said.
      */
-    async resolveRoot(workspaceRoot: string): Promise<{ root: string; configuredRoot: string }> {
+    async resolveRoot(
+      principal: string,
+      workspaceRoot: string,
+    ): Promise<{ root: string; configuredRoot: string }> {
       const requested = path.resolve(workspaceRoot);
       const real = await fs.realpath(requested).catch(() => null);
-      const st = real ? await fs.stat(real).catch(() => null) : null;
-      const allowed = await Promise.all(workspaceRoots.map((r) => fs.realpath(r).catch(() => null)));
+      const isDir = real ? (await fs.stat(real).catch(() => null))?.isDirectory() === true : false;
+      const configured = await Promise.all(workspaceRoots.map(realDir));
+      const folders = await Promise.all(
+        foldersFor(workspaceAccess, principal).map(async (folder) => ({
+          folder,
+          real: await realDir(folder),
+        })),
+      );
+      const underRoot = (p: string) => configured.some((r) => r !== null && isUnder(p, r));
+      // A granted folder that is missing, or whose real path leaves every root, grants nothing.
+      const usable = folders.filter(
+        (f): f is { folder: string; real: string } => f.real !== null && underRoot(f.real),
+      );
+      const isRoot = real !== null && configured.includes(real);
       const configuredRoot =
-        real === null
-          ? undefined
-          : allowed.find((r) => r !== null && (real === r || real.startsWith(asPrefix(r))));
-      if (!real || !st?.isDirectory() || !configuredRoot) {
-        throw new AppError(
-          "WORKSPACE_NOT_ALLOWED",
-          `${requested} is not an existing directory under a configured workspace root`,
-        );
-      }
-      return { root: real, configuredRoot };
+        real === null ? undefined : configured.find((r) => r !== null && isUnder(real, r));
+      if (real && isDir && !isRoot && configuredRoot && usable.some((f) => isUnder(real, f.real)))
+        return { root: real, configuredRoot };
+
+      const mayOpen = usable.map((f) => f.folder);
+      const unusable = folders.filter((f) => f.real === null || !underRoot(f.real)).map((f) => f.folder);
+      const yours =
+        (mayOpen.length > 0 ? `you may open folders under ${mayOpen.join(", ")}` : "you may open no folder") +
+        (unusable.length > 0
+          ? ` (granted but missing or outside PI_WORKSPACE_ROOTS: ${unusable.join(", ")})`
+          : "");
+      // One reason for all but a root: which paths outside the caller's folders exist (a symlink
+      // from their folder could point anywhere) is not the caller's to learn.
+      const why = isRoot
+        ? "is a configured workspace root (PI_WORKSPACE_ROOTS), which holds everyone's folders"
+        : "is not an existing directory in a folder you may open";
+      throw new AppError("WORKSPACE_NOT_ALLOWED", `${requested} ${why}; ${yours}`, {
+        details: { mayOpen, ...(unusable.length > 0 ? { unusable } : {}) },
+      });
     },
 
     /**
@@ -183,7 +219,7 @@ export function createProjectStore({
     },
 
     /**
-     * Projects may live only in an existing directory under a configured workspace root that
+     * Projects may live only in an existing directory the caller may open (resolveRoot) that
      * overlaps no other project's root (checked under an advisory lock: of two concurrent creates
      * of nested roots exactly one wins). `opts.mayView` says whose roots a refusal may name
      * (default: the caller's own projects); `opts.audit` joins the audit row's details.
@@ -195,7 +231,7 @@ export function createProjectStore({
       opts: { mayView?: (owner: string) => boolean; audit?: Record<string, unknown> } = {},
     ): Promise<ProjectView> {
       const mayView = opts.mayView ?? ((owner: string) => owner === principal);
-      const { root: real } = await store.resolveRoot(workspaceRoot);
+      const { root: real } = await store.resolveRoot(principal, workspaceRoot);
       const id = newId("prj");
       const at = clock.date();
       return withTransaction(db, async (tx) => {
