@@ -2,7 +2,8 @@
 // the claim re-hashes the artifact and refuses (PLAN_ARTIFACT_HASH_MISMATCH); the execution becomes
 // `interrupted` with that code, its turn is aborted, the session stays Agent, and nothing runs: no
 // model call for the execution turn, no file it would write, one `plan.execution.refuse` audit row.
-import { appendFileSync, existsSync, readFileSync, writeFileSync } from "node:fs";
+// Changed before approval, the approve itself re-hashes and refuses with the same code, changing nothing.
+import { appendFileSync, existsSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
 import type { SessionEvent } from "../services/protocol/events.ts";
@@ -145,6 +146,59 @@ describe("plan file changed between approval and execution", () => {
     expect(callsOf(stack, session.id).map((c) => c.turnId)).toEqual([planTurn]);
     expect(existsSync(path.join(ws, "executed.txt"))).toBe(false);
     await expectRefused(session.id, proposal.proposalId, execTurn);
+    events.stop();
+  });
+});
+
+describe("plan file changed before approval (issue #12 clause 6)", () => {
+  it("approve re-hashes the file: PLAN_ARTIFACT_HASH_MISMATCH, nothing changes, reject still works", async () => {
+    // The test is the worker here: the previous test's worker must not take the turn.
+    await stack.worker?.stop();
+    const { session, ws } = await newPlanSession(stack, "before", []);
+    const events = stack.events(session.id);
+    const a = await promptAndClaim(stack, session.id);
+    await stack.agent.call<ToolExecuteResult>("tools.execute", {
+      sessionId: session.id,
+      turnId: a.turnId,
+      token: a.token,
+      toolCallId: "exit-1",
+      tool: "ExitPlanMode",
+      args: { title: "Edited", markdown: "# Plan\n\n1. Touch nothing.\n", question: "Go?" },
+      batch: [{ toolCallId: "exit-1", tool: "ExitPlanMode" }],
+    });
+    const proposal = await submitted(events);
+    const file = path.join(ws, proposal.artifactPath);
+    const before = await approvalRow(stack, proposal.proposalId);
+    writeFileSync(file, readFileSync(file, "utf8").replace("Touch nothing.", "Remove it all."));
+
+    expect(await refusalCode(approve(proposal))).toBe(CODE);
+    // Nothing changed: the row is pending at its version, no execution, the session still in Plan.
+    expect(await approvalRow(stack, proposal.proposalId)).toMatchObject({
+      status: "pending",
+      version: before.version,
+      execution_turn_id: null,
+    });
+    expect(
+      await stack.rpc("alice").call<SessionView>("session.get", { sessionId: session.id }),
+    ).toMatchObject({
+      mode: "plan",
+      planningState: "awaiting_approval",
+    });
+    expect(await auditRows(stack, session.id, "plan.approve")).toEqual([]);
+    // A removed file is no better than a changed one.
+    const content = readFileSync(file);
+    rmSync(file);
+    expect(await refusalCode(approve(proposal))).toBe(CODE);
+    writeFileSync(file, content);
+    // Rejecting does not depend on the file.
+    const rejected = await stack.rpc("alice").call<ProposalView>("plans.resolve", {
+      proposalId: proposal.proposalId,
+      sessionId: proposal.sessionId,
+      turnId: proposal.turnId,
+      toolCallId: proposal.toolCallId,
+      action: "reject",
+    });
+    expect(rejected.status).toBe("rejected");
     events.stop();
   });
 });

@@ -92,6 +92,14 @@ async function main(): Promise<void> {
     maxReconnectAttempts: -1,
     ...rpcUser,
   });
+  // Whether the event connection is up now (host.status); a reconnect brings it back.
+  let natsUp = true;
+  void (async () => {
+    for await (const s of nc.status()) {
+      if (s.type === "disconnect") natsUp = false;
+      else if (s.type === "reconnect") natsUp = true;
+    }
+  })();
   const clock = createClock();
   await checkDatabase(config.databaseUrl);
   const applied = await migrateUp({ databaseUrl: config.databaseUrl });
@@ -211,6 +219,7 @@ async function main(): Promise<void> {
         devMode: config.devMode,
         projects,
         settingsAdmins: config.settingsAdmins,
+        natsReachable: () => natsUp && !nc.isClosed(),
       }),
       ...createProjectsApi({
         store: projects,
@@ -253,7 +262,11 @@ async function main(): Promise<void> {
         }
       : {}),
   });
+  // What the host sends is bounded by the server's max_payload, read from the connection
+  // (docs/protocol.md "Message bounds"): tool results a quarter of it, context pages a half.
+  const maxPayload = rpcNc.info?.max_payload ?? 1024 * 1024;
   const tools = createToolPipeline({
+    maxResultBytes: Math.floor(maxPayload / 4),
     db,
     clock,
     sessions,
@@ -280,7 +293,18 @@ async function main(): Promise<void> {
     log,
     // A reply waits until the events its request raised are stored and published.
     client: afterEvents(events, hooks.client),
-    agent: afterEvents(events, createAgentApi({ db, sessions, supervisor, dispatcher, events, tools })),
+    agent: afterEvents(
+      events,
+      createAgentApi({
+        db,
+        sessions,
+        supervisor,
+        dispatcher,
+        events,
+        tools,
+        maxPageBytes: Math.floor(maxPayload / 2),
+      }),
+    ),
     test: hooks.test,
     onWorkerHello: () => dispatcher.reoffer(),
     devMode: config.devMode,
@@ -315,6 +339,7 @@ async function main(): Promise<void> {
     hostId: config.hostId,
     prefix: config.prefix,
     devMode: config.devMode,
+    maxPayload,
   });
   // Plan files no row names (a crash between file and row), listed by a sandboxed helper per
   // workspace: after the host serves, so a slow listing never delays start. Reporting only.

@@ -1,5 +1,6 @@
 // Test support of the decodeParams property tests: an independent description of a schema's top
 // level, the decoder run as a property, and the fast-check arbitraries (valid, invalid, anything).
+import { sanitizeText } from "./text-safety.ts";
 import fc from "fast-check";
 import type { TSchema } from "typebox";
 import { Check } from "typebox/value";
@@ -106,8 +107,9 @@ export function safeShow(value: unknown): string {
 // ---- arbitraries -------------------------------------------------------------------------------
 
 export const idArb = fc.stringMatching(ID);
+/** Any text Postgres can store (a NUL or lone surrogate is refused by decodeParams: text-safety.ts). */
 export const str = (minLength: number, maxLength: number) =>
-  fc.string({ minLength, maxLength, unit: "binary" });
+  fc.string({ minLength, maxLength, unit: "binary" }).map((s) => sanitizeText(s).value);
 export const jsonObject = fc.dictionary(fc.string(), fc.jsonValue({ maxDepth: 3 }), { maxKeys: 5 });
 
 /** Ids a subject token or a pattern must never let through: dots, '>', '*', spaces, newlines, length. */

@@ -72,6 +72,8 @@ export const ErrorCode = {
   PERMISSION_INTERRUPTED: "PERMISSION_INTERRUPTED",
   PLAN_REQUIRES_INTERACTIVE_SESSION: "PLAN_REQUIRES_INTERACTIVE_SESSION",
   SCHEDULED_TASK_NOT_FOUND: "SCHEDULED_TASK_NOT_FOUND",
+  REPLY_TOO_LARGE: "REPLY_TOO_LARGE",
+  DATABASE_UNAVAILABLE: "DATABASE_UNAVAILABLE",
 } as const;
 
 export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];
@@ -255,6 +257,16 @@ export const errorCodeInfo: Record<ErrorCode, ErrorCodeInfo> = {
       "A scheduled or unattended run of a Plan task is refused before anything is created; switch the task to Agent.",
   },
   SCHEDULED_TASK_NOT_FOUND: { retriable: false, message: "No scheduled task with that id." },
+  REPLY_TOO_LARGE: {
+    retriable: false,
+    message:
+      "The reply would exceed the bus's message bound (the server's max_payload) and was not sent; what the request did is recorded.",
+  },
+  DATABASE_UNAVAILABLE: {
+    retriable: true,
+    message:
+      "The host lost its database connection during the request; nothing was committed unless the reply says otherwise. Retry.",
+  },
 };
 
 export function isErrorCode(value: unknown): value is ErrorCode {

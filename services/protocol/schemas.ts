@@ -213,6 +213,8 @@ export const HostStatus = Type.Object({
     ),
   }),
   uptimeMs: Type.Integer(),
+  /** Whether the host reaches its database (a query within a second) and NATS (its event connection). */
+  reachable: Type.Object({ database: Type.Boolean(), nats: Type.Boolean() }),
   /** Pairs of projects whose roots overlap (left by earlier versions, found at start); each root
    * only for who may see that project (its owner, settings admins), else null. */
   projectOverlaps: Type.Array(

@@ -45,6 +45,7 @@ const BY_STATUS: Record<Exclude<ServiceErrorStatus, 400>, readonly ErrorCode[]> 
     "PLUGIN_UNAVAILABLE",
     "PLAN_ARTIFACT_WRITE_FAILED",
     "PLAN_ARTIFACT_COLLISION_LIMIT",
+    "DATABASE_UNAVAILABLE",
   ],
 };
 

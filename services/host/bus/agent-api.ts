@@ -2,6 +2,7 @@
 // heartbeat, turn.end and tools.execute. Every call but claim carries the turn's capability token,
 // checked before anything else; tools.execute then delegates to the tool pipeline (sessions/).
 import { AppError } from "../../protocol/app-error.ts";
+import { sanitizeText } from "../../protocol/text-safety.ts";
 import {
   AppendParams,
   ClaimParams,
@@ -46,6 +47,8 @@ export function createAgentApi(deps: {
   events: EventPublisher;
   /** tools.execute: admission, policy, prompt, run and record (sessions/tool-pipeline.ts). */
   tools: ToolPipeline;
+  /** A context page's bound in encoded bytes (from the server's max_payload). */
+  maxPageBytes?: number;
 }): Record<AgentMethod, AgentHandler> {
   const { db, sessions, supervisor, dispatcher, events } = deps;
 
@@ -90,12 +93,13 @@ export function createAgentApi(deps: {
     context: async (params) => {
       const lease = authorize(params);
       const p = decodeParams(ContextParams, params);
-      return sessions.transcriptPage(lease.sessionId, p.cursor ?? 0, p.limit ?? 200);
+      return sessions.transcriptPage(lease.sessionId, p.cursor ?? 0, p.limit ?? 200, deps.maxPageBytes);
     },
 
     append: async (params) => {
       const lease = authorize(params);
-      const p = decodeParams(AppendParams, params);
+      // Model text is repaired, not refused: a NUL or lone surrogate becomes U+FFFD (text-safety.ts).
+      const p = decodeParams(AppendParams, sanitizeText(params).value);
       const to = await audienceOf(lease.sessionId);
       for (const message of p.messages) {
         if (message.role !== "assistant" && message.role !== "toolResult") {

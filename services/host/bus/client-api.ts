@@ -26,6 +26,21 @@ import { canAccess, type SessionRow, type SessionStore } from "../store/session-
 
 export type ClientHandler = (principal: string, params: unknown) => Promise<unknown>;
 
+/** One `SELECT 1` within a second. */
+async function databaseReachable(db: Db): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<boolean>((resolve) => {
+    timer = setTimeout(() => resolve(false), 1_000);
+  });
+  const query = db.query("SELECT 1").then(
+    () => true,
+    () => false,
+  );
+  const ok = await Promise.race([query, timeout]);
+  clearTimeout(timer);
+  return ok;
+}
+
 export function createClientApi(deps: {
   db: Db;
   sessions: SessionStore;
@@ -37,6 +52,8 @@ export function createClientApi(deps: {
   projects?: Pick<ProjectStore, "overlaps">;
   /** Who sees every project's root in host.status (besides its owner); dev mode: anyone. */
   settingsAdmins?: readonly string[];
+  /** Whether the connection that publishes events is up (host.status). */
+  natsReachable?: () => boolean;
 }): Record<ClientApiMethod, ClientHandler> {
   const { db, sessions, plans, supervisor } = deps;
 
@@ -64,12 +81,14 @@ export function createClientApi(deps: {
     "host.status": async (principal, params) => {
       decodeParams(EmptyParams, params);
       // Sessions this host holds = its session leases; those without a live actor are passivated.
-      const leased = await countSessionLeases(db, deps.hostId);
+      // Without the database the rest is still told (and the database said unreachable).
+      const leased = await countSessionLeases(db, deps.hostId).catch(() => 0);
       const { active, degraded } = supervisor.status();
       return {
         hostId: deps.hostId,
         sessions: { active, passivated: Math.max(0, leased - active - degraded.length), degraded },
         uptimeMs: Math.round(process.uptime() * 1000),
+        reachable: { database: await databaseReachable(db), nats: deps.natsReachable?.() ?? true },
         projectOverlaps: (deps.projects?.overlaps() ?? []).map((pair) => ({
           projects: pair.map((x) => ({
             projectId: x.projectId,

@@ -8,7 +8,7 @@ import type { ErrorCode } from "../../protocol/error-codes.ts";
 import { errorFields, type Logger } from "../../protocol/log.ts";
 import { type Refusal, refusalError } from "../../protocol/result.ts";
 import { serviceErrorStatus } from "../../protocol/service-errors.ts";
-import { fencedAppError } from "../store/db.ts";
+import { fencedAppError, lostConnectionAppError } from "../store/db.ts";
 
 /** What `$SRV.STATS` shows as an endpoint's `data`: its error replies, in total and by code. */
 export interface EndpointErrorStats {
@@ -49,8 +49,9 @@ export function createReplier(log: Logger) {
 
   /** The error reply: the JSON body as always, plus Nats-Service-Error(-Code) headers. */
   function replyError(msg: ServiceMsg, endpointSubject: string, raw: unknown): void {
-    // A write the fence refused: this incarnation was superseded (db.ts); retriable elsewhere.
-    const err = fencedAppError(raw) ?? raw;
+    // A write the fence refused: this incarnation was superseded (db.ts); retriable elsewhere. A
+    // database connection lost mid-request: DATABASE_UNAVAILABLE, retriable.
+    const err = fencedAppError(raw) ?? lostConnectionAppError(raw) ?? raw;
     let wire: AppError;
     if (err instanceof AppError) {
       wire = err;
@@ -61,7 +62,30 @@ export function createReplier(log: Logger) {
     if (wire.code === "INTERNAL")
       log.warn("host.request_failed", { subject: msg.subject, ...errorFields(err) });
     count(endpointSubject, wire.code);
-    msg.respondError(serviceErrorStatus(wire.code), oneLine(wire.message), errorBody(wire));
+    send(msg, () =>
+      msg.respondError(serviceErrorStatus(wire.code), oneLine(wire.message).slice(0, 1024), errorBody(wire)),
+    );
+  }
+
+  /**
+   * Sends a reply; one the server would refuse (over its max_payload) or that cannot be sent is
+   * logged and replaced by a bounded REPLY_TOO_LARGE error, and the host stays up.
+   */
+  function send(msg: ServiceMsg, respond: () => unknown): void {
+    try {
+      respond();
+    } catch (err) {
+      log.error("host.reply_failed", { subject: msg.subject, ...errorFields(err) });
+      try {
+        const wire = new AppError(
+          "REPLY_TOO_LARGE",
+          "the reply could not be sent: it exceeds the bus's message bound",
+        );
+        msg.respondError(serviceErrorStatus(wire.code), wire.message, errorBody(wire));
+      } catch (again) {
+        log.error("host.reply_failed", { subject: msg.subject, ...errorFields(again) });
+      }
+    }
   }
 
   return {
@@ -71,7 +95,7 @@ export function createReplier(log: Logger) {
         (result) => {
           const refusal = refusalOf(result);
           if (refusal) replyError(msg, endpointSubject, refusalError(refusal));
-          else msg.respond(okReply(okValueOf(result) ?? null));
+          else send(msg, () => msg.respond(okReply(okValueOf(result) ?? null)));
         },
         (err) => replyError(msg, endpointSubject, err),
       );

@@ -10,8 +10,10 @@ import type { EventBodies, EventType } from "../../protocol/events.ts";
 import { errorFields, type Logger } from "../../protocol/log.ts";
 import { eventSubject, eventWildcard } from "../../protocol/subjects.ts";
 import type { Clock } from "../clock.ts";
-import type { EventStore } from "../store/event-store.ts";
+import { type EventStore, storedBody } from "../store/event-store.ts";
 
+/** Room kept under max_payload for an event's subject and protocol line. */
+const EVENT_SLACK_BYTES = 16 * 1024;
 /** Longest wait for the server's PONG before a reply goes anyway (a server that is gone gets neither). */
 const FLUSH_WAIT_MS = 2_000;
 /** Events older than the store's bound are pruned once every this many written events (and at the first). */
@@ -58,6 +60,8 @@ export function createEventPublisher({
   store: Pick<EventStore, "append" | "pruneByAge">;
   log: Logger;
 }) {
+  /** The largest event the server takes, with room for the subject and headers. */
+  const maxEventBytes = () => (nc.info?.max_payload ?? 1024 * 1024) - EVENT_SLACK_BYTES;
   /** The last write of each session with one under way: the next one of that session waits for it. */
   const tails = new Map<string, Promise<void>>();
   let written = 0;
@@ -77,11 +81,21 @@ export function createEventPublisher({
       log.error("host.event_not_stored", { sessionId: to.sessionId, type, ...errorFields(err) });
       return;
     }
-    // The envelope fields last: no body field overrides them.
-    const data = encodeJson({ ...body, type, sessionId: to.sessionId, at: at.toISOString(), seq, cursor });
+    // The envelope fields last: no body field overrides them. An event the server would refuse
+    // goes out in its stored form (short fields and `truncated`, event-store.ts).
+    const envelope = { type, sessionId: to.sessionId, at: at.toISOString(), seq, cursor };
+    let data = encodeJson({ ...body, ...envelope });
+    if (data.byteLength > maxEventBytes())
+      data = encodeJson({ ...JSON.parse(storedBody(body).json), ...envelope });
     // The approvers as the store read them with the event (members now), not as the caller cached them.
     for (const principal of new Set([to.owner, ...approvers])) {
-      if (principal) nc.publish(eventSubject(prefix, principal, to.sessionId, type), data);
+      if (!principal) continue;
+      try {
+        nc.publish(eventSubject(prefix, principal, to.sessionId, type), data);
+      } catch (err) {
+        // Stored already: the client fetches it with events.since.
+        log.error("host.event_publish_failed", { sessionId: to.sessionId, type, seq, ...errorFields(err) });
+      }
     }
     unflushed = true;
     if (written++ % PRUNE_AGE_EVERY === 0) {

@@ -122,7 +122,9 @@ export function createPlanActors(deps: PlanActorDeps) {
           ...(p.targetPermissionMode ? { targetPermissionMode: p.targetPermissionMode } : {}),
           execution: { executionId: p.executionId!, state: "queued" },
         });
-        await publishSession(sessionId);
+        // Committed: what follows is a hint and must not turn the approval into an error reply
+        // (the actor would then disagree with the rows). A lost connection skips session.changed.
+        await publishSession(sessionId).catch(() => {});
         return { activeTurnId: outcome.executionTurnId, activeTurnKind: "execution", result: p };
       }
       if (outcome.kind === "rejected") {

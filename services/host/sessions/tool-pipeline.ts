@@ -11,6 +11,7 @@ import {
 import { AppError } from "../../protocol/app-error.ts";
 import type { ErrorCode } from "../../protocol/error-codes.ts";
 import { toolResult } from "../../protocol/result.ts";
+import { sanitizeText } from "../../protocol/text-safety.ts";
 import type { ToolExecuteResult, ToolsExecuteParams } from "../../protocol/schemas.ts";
 import type { Clock } from "../clock.ts";
 import { appendAudit } from "../store/audit-log.ts";
@@ -25,6 +26,7 @@ import type { ToolAdmission } from "../tools/tool-admission.ts";
 import type { ToolRunner } from "../tools/tool-runner.ts";
 import type { Audience, EventPublisher } from "./event-publisher.ts";
 import type { PermissionGate } from "./permission-gate.ts";
+import { boundToolResult } from "../../protocol/byte-bounds.ts";
 import type { SessionSupervisor } from "./session-supervisor.ts";
 import type { Lease, TurnDispatcher } from "./turn-dispatcher.ts";
 
@@ -47,7 +49,12 @@ export interface ToolPipelineDeps {
   admission?: ToolAdmission;
   /** Overlapping projects (loaded at start by the project store): their tool calls are refused. */
   projects?: Pick<ProjectStore, "overlapOf">;
+  /** A result's bound in encoded bytes (from the server's max_payload; result-bounds.ts). */
+  maxResultBytes?: number;
 }
+
+/** The result bound when none is given: a quarter of NATS's default max_payload. */
+export const DEFAULT_MAX_RESULT_BYTES = 256 * 1024;
 
 /** A refusal as a tool result the model sees (recorded like any other result). */
 export function refusal(
@@ -88,6 +95,7 @@ function denialMessage(code: ErrorCode, p: ToolsExecuteParams, mode: string, pro
 export function createToolPipeline(deps: ToolPipelineDeps) {
   const { db, clock, sessions, supervisor, dispatcher, events, permissions } = deps;
   const inflight = new Map<string, Promise<ToolExecuteResult>>();
+  const maxResultBytes = deps.maxResultBytes ?? DEFAULT_MAX_RESULT_BYTES;
 
   /** Runs an allowed call: the plan tools through the session's actor, plugins on the bus, the rest here. */
   async function run(
@@ -155,7 +163,8 @@ export function createToolPipeline(deps: ToolPipelineDeps) {
     // The durable mode is read now by sessionId; requestedMode is diagnostic only.
     const s = await readToolCallFacts(db, { ...p, sessionId: lease.sessionId });
     if (!s) throw new AppError("SESSION_NOT_FOUND");
-    if (s.recorded) return s.recorded;
+    // A result recorded under a larger bound (an earlier server's max_payload) is sent bounded.
+    if (s.recorded) return boundToolResult(s.recorded, maxResultBytes);
     const to: Audience = { sessionId: lease.sessionId, owner: s.owner, approvers: s.approvers };
     if (p.requestedMode !== undefined && p.requestedMode !== s.mode) {
       await appendAudit(db, {
@@ -242,6 +251,12 @@ export function createToolPipeline(deps: ToolPipelineDeps) {
         result = refusal(err.code, err.message);
       }
     }
+    // Bounded in encoded bytes and repaired for Postgres (a NUL or lone surrogate in output becomes
+    // U+FFFD, counted in details.sanitized) before it is recorded: a retry gets what was recorded.
+    result = boundToolResult(result, maxResultBytes);
+    const repaired = sanitizeText(result);
+    if (repaired.replaced > 0)
+      result = { ...repaired.value, details: { ...repaired.value.details, sanitized: repaired.replaced } };
     const recorded = result;
     await withTransaction(db, (tx) =>
       sessions.recordToolCall(tx, {

@@ -33,12 +33,17 @@ export function createDb(connectionString: string, opts: { max?: number; writer?
   const pool = new pg.Pool({
     connectionString,
     max: opts.max ?? 10,
+    // Seen in pg_stat_activity (operators, and tests that terminate the host's backends).
+    application_name: writer ? `pi-host ${writer.hostId}` : "pi-host",
     ...(writer
       ? { options: `-c pihost.host_id=${writer.hostId} -c pihost.incarnation=${writer.incarnation}` }
       : {}),
   });
   // An idle client's error (server restart) must not crash the host; the next query reports it.
   pool.on("error", () => {});
+  // Nor may a checked-out client's (its backend terminated mid-request): the query in flight
+  // rejects with the reason, withTransaction discards the client, the reply is DATABASE_UNAVAILABLE.
+  pool.on("connect", (client) => client.on("error", () => {}));
   if (writer) {
     let told = false;
     fencedHandlers.set(pool, () => (message: string) => {
@@ -62,6 +67,27 @@ export function isWriteFenced(err: unknown): boolean {
   return (err as { code?: unknown } | null)?.code === WRITE_FENCED_SQLSTATE;
 }
 
+/** SQLSTATE classes of a connection that is gone: 08 connection exception, 57P admin/crash shutdown. */
+const LOST_SQLSTATE = /^(08|57P0[1-3])/;
+const LOST_MESSAGE =
+  /Connection terminated|connection error|not queryable|ECONNRESET|ECONNREFUSED|EPIPE|timeout exceeded when trying to connect/i;
+
+/** Was this error the database connection going away (not a refusal by the database)? */
+export function isConnectionLost(err: unknown): boolean {
+  const e = err as { code?: unknown; message?: unknown } | null;
+  if (!e) return false;
+  if (typeof e.code === "string" && LOST_SQLSTATE.test(e.code)) return true;
+  if (typeof e.code === "string" && /^E(CONNRESET|CONNREFUSED|PIPE|TIMEDOUT)$/.test(e.code)) return true;
+  return typeof e.message === "string" && LOST_MESSAGE.test(e.message);
+}
+
+/** The wire error for a lost database connection (retriable). */
+export function lostConnectionAppError(err: unknown): AppError | null {
+  return isConnectionLost(err)
+    ? new AppError("DATABASE_UNAVAILABLE", undefined, { details: { reason: (err as Error).message } })
+    : null;
+}
+
 /** The wire error for a fenced write (retriable: the current incarnation serves the retry). */
 export function fencedAppError(err: unknown): AppError | null {
   return isWriteFenced(err)
@@ -73,21 +99,40 @@ function noteFenced(db: Db, err: unknown): void {
   if (isWriteFenced(err)) fencedHandlers.get(db)?.()((err as Error).message);
 }
 
-/** Runs fn in one transaction; rolls back on any throw and rethrows. */
+/**
+ * Runs fn in one transaction; rolls back on any throw and rethrows. A client whose connection was
+ * lost (or whose rollback failed) is discarded, never handed to the next transaction. When COMMIT
+ * itself fails with a lost connection the outcome is unknown: the error carries
+ * `commitOutcomeUnknown`, and a caller that must tell the truth re-reads (plan-actors.ts).
+ */
 export async function withTransaction<T>(db: Db, fn: (tx: Tx) => Promise<T>): Promise<T> {
   const client = await db.connect();
+  let broken = false;
   try {
     await client.query("BEGIN");
     const result = await fn(client);
-    await client.query("COMMIT");
+    try {
+      await client.query("COMMIT");
+    } catch (err) {
+      if (isConnectionLost(err)) Object.assign(err as object, { commitOutcomeUnknown: true });
+      throw err;
+    }
     return result;
   } catch (err) {
-    await client.query("ROLLBACK").catch(() => {});
+    await client.query("ROLLBACK").catch(() => {
+      broken = true;
+    });
+    if (isConnectionLost(err)) broken = true;
     noteFenced(db, err);
     throw err;
   } finally {
-    client.release();
+    client.release(broken);
   }
+}
+
+/** Whether a transaction failed in its COMMIT with the connection lost: it may or may not have committed. */
+export function commitOutcomeUnknown(err: unknown): boolean {
+  return (err as { commitOutcomeUnknown?: unknown } | null)?.commitOutcomeUnknown === true;
 }
 
 /**

@@ -8,9 +8,14 @@ import {
 } from "../../protocol/schemas.ts";
 import { newId } from "../ids.ts";
 import { appendAudit } from "./audit-log.ts";
-import { withTransaction } from "./db.ts";
+import { commitOutcomeUnknown, isConnectionLost, type Tx, withTransaction } from "./db.ts";
+import { readPlanArtifact, sha256Hex } from "./plan-artifact.ts";
 import { type ApprovalRow, type PlanRows, type PlanStoreDeps, proposalView } from "./plan-rows.ts";
 import { canAccess } from "./session-store.ts";
+
+/** How often, and how far apart, a resolution whose COMMIT lost its connection re-reads its row. */
+const LOST_COMMIT_READS = 15;
+const LOST_COMMIT_RETRY_MS = 200;
 
 /** What a resolve did: a fresh transition, the recorded earlier result, or an expiry it applied. */
 export type ResolveOutcome =
@@ -26,6 +31,60 @@ export function planResolve(deps: PlanStoreDeps, rows: PlanRows) {
    * the session actor) a still-pending row is a concurrent change, never transitioned here.
    */
   async function resolve(
+    principal: string,
+    p: PlansResolveParams,
+    opts: { readOnly: boolean },
+  ): Promise<ResolveOutcome> {
+    try {
+      return await resolveOnce(principal, p, opts);
+    } catch (err) {
+      // The connection was lost in COMMIT: the resolution may have committed. Tell the truth.
+      if (!commitOutcomeUnknown(err)) throw err;
+      return outcomeAfterLostCommit(principal, p, err);
+    }
+  }
+
+  /**
+   * Re-reads the row (retrying while the database is unreachable, a few seconds at most): resolved
+   * as this request asked by this principal means it committed and the outcome is that; still
+   * pending means nothing committed (DATABASE_UNAVAILABLE, retry); unreadable stays unknown.
+   */
+  async function outcomeAfterLostCommit(
+    principal: string,
+    p: PlansResolveParams,
+    cause: unknown,
+  ): Promise<ResolveOutcome> {
+    for (let attempt = 0; attempt < LOST_COMMIT_READS; attempt++) {
+      let row: (ApprovalRow & { resolved_by: string | null }) | undefined;
+      try {
+        row = (await db.query("SELECT * FROM plan_approvals WHERE id = $1", [p.proposalId])).rows[0];
+      } catch (err) {
+        if (!isConnectionLost(err)) throw err;
+        await new Promise((r) => setTimeout(r, LOST_COMMIT_RETRY_MS));
+        continue;
+      }
+      if (row && row.resolved_by === principal && row.action === p.action) {
+        if (
+          row.status === "approved" &&
+          row.execution_turn_id &&
+          row.target_permission_mode === p.targetPermissionMode
+        )
+          return { kind: "approved", proposal: proposalView(row), executionTurnId: row.execution_turn_id };
+        if (row.status === "rejected") return { kind: "rejected", proposal: proposalView(row) };
+      }
+      throw new AppError("DATABASE_UNAVAILABLE", "the database connection was lost; nothing was committed", {
+        cause,
+        details: { committed: false },
+      });
+    }
+    throw new AppError(
+      "DATABASE_UNAVAILABLE",
+      "the database connection was lost while committing; read the proposal (plans.get) to see whether it was resolved",
+      { cause, details: { committed: "unknown" } },
+    );
+  }
+
+  async function resolveOnce(
     principal: string,
     p: PlansResolveParams,
     opts: { readOnly: boolean },
@@ -66,6 +125,9 @@ export function planResolve(deps: PlanStoreDeps, rows: PlanRows) {
         const expired = await expireRow(tx, row);
         return { kind: "recorded", proposal: proposalView(expired) };
       }
+      // The file must still be the plan that was submitted: re-hashed here, under the row lock. A
+      // mismatch changes nothing (the row stays pending, Reject still works).
+      if (p.action === "approve") await assertArtifactUnchanged(tx, row, session.project_id);
       if (opts.readOnly) throw new AppError("PLAN_APPROVAL_CONFLICT");
       if (p.version !== undefined && p.version !== row.version) throw new AppError("PLAN_APPROVAL_CONFLICT");
 
@@ -125,6 +187,23 @@ export function planResolve(deps: PlanStoreDeps, rows: PlanRows) {
     });
   }
   return resolve;
+}
+
+/** PLAN_ARTIFACT_HASH_MISMATCH unless the plan file holds exactly the submitted bytes (a missing or unsafe file does not). */
+async function assertArtifactUnchanged(tx: Tx, row: ApprovalRow, projectId: string): Promise<void> {
+  const r = await tx.query<{ workspace_root: string }>("SELECT workspace_root FROM projects WHERE id = $1", [
+    projectId,
+  ]);
+  let actual: string | null = null;
+  try {
+    actual = sha256Hex(await readPlanArtifact(r.rows[0]?.workspace_root ?? "", row.artifact_path));
+  } catch {
+    actual = null;
+  }
+  if (actual !== row.artifact_sha256)
+    throw new AppError("PLAN_ARTIFACT_HASH_MISMATCH", "the plan file changed since it was submitted", {
+      details: { path: row.artifact_path, expected: row.artifact_sha256, actual },
+    });
 }
 
 /** The execution turn's opening message: the approved artifact's path and exact content. */

@@ -13,6 +13,7 @@ import type {
 } from "../../protocol/schemas.ts";
 import { appendAudit } from "./audit-log.ts";
 import type { Clock } from "../clock.ts";
+import { boundTranscriptMessage, jsonBytes } from "../../protocol/byte-bounds.ts";
 import { type Db, type Tx, withTransaction } from "./db.ts";
 import { newId } from "../ids.ts";
 import { planningStateOf } from "./session-facts.ts";
@@ -50,6 +51,11 @@ const SESSION_SELECT = `SELECT s.id, s.project_id, s.title, s.owner, ${memberApp
 export function canAccess(row: Pick<SessionRow, "owner" | "approvers">, principal: string): boolean {
   return row.owner === principal || row.approvers.includes(principal);
 }
+
+/** A context page's bound in encoded bytes when none is given (half of NATS's default max_payload). */
+export const DEFAULT_PAGE_BYTES = 512 * 1024;
+/** Room kept in a page for the reply envelope and `nextCursor`. */
+const PAGE_SLACK_BYTES = 1024;
 
 export function createSessionStore({ db, clock }: { db: Db; clock: Clock }) {
   async function planningState(
@@ -201,7 +207,7 @@ export function createSessionStore({ db, clock }: { db: Db; clock: Clock }) {
      * (tool_calls, never a worker's appended message): a user message carrying its summary, then
      * everything after its result. Older entries stay in the table as history.
      */
-    async transcriptPage(sessionId: string, cursor: number, limit: number) {
+    async transcriptPage(sessionId: string, cursor: number, limit: number, maxBytes = DEFAULT_PAGE_BYTES) {
       let from = cursor;
       let lead: Record<string, unknown>[] = [];
       if (cursor === 0) {
@@ -231,12 +237,24 @@ export function createSessionStore({ db, clock }: { db: Db; clock: Clock }) {
         "SELECT id, message FROM transcript_entries WHERE session_id = $1 AND id > $2 ORDER BY id LIMIT $3",
         [sessionId, from, limit + 1],
       );
-      const rows = r.rows.slice(0, limit);
-      const last = rows.at(-1);
-      return {
-        messages: [...lead, ...rows.map((x: { message: unknown }) => x.message)],
-        nextCursor: r.rows.length > limit && last ? Number(last.id) : null,
-      };
+      // Bounded in encoded bytes too: at least one entry, an entry over the page itself cut with a
+      // marker (result-bounds.ts), the page ending before the entry that would not fit.
+      const messages: unknown[] = [...lead];
+      let bytes = jsonBytes(lead);
+      let lastId: number | null = null;
+      let cut = r.rows.length > limit;
+      for (const row of r.rows.slice(0, limit) as Array<{ id: string; message: unknown }>) {
+        const m = boundTranscriptMessage(row.message, maxBytes - PAGE_SLACK_BYTES);
+        const size = jsonBytes(m) + 1;
+        if (lastId !== null && bytes + size > maxBytes - PAGE_SLACK_BYTES) {
+          cut = true;
+          break;
+        }
+        messages.push(m);
+        bytes += size;
+        lastId = Number(row.id);
+      }
+      return { messages, nextCursor: cut && lastId !== null ? lastId : null };
     },
 
     /** Records a tool call's result, its transcript entry and its audit row in one transaction. */
