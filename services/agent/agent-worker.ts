@@ -86,7 +86,7 @@ export function createAgentWorker(opts: AgentWorkerOptions) {
     });
     running.set(turn.turnId, turn);
     void turn.done.finally(() => running.delete(turn.turnId));
-    if (stopping) turn.abort("worker shutting down");
+    if (stopping) turn.abort("worker shutting down", "WORKER_STOPPED");
   }
 
   return {
@@ -123,7 +123,8 @@ export function createAgentWorker(opts: AgentWorkerOptions) {
       if (stopping) return;
       stopping = true;
       if (offerSub && !offerSub.isClosed()) await offerSub.drain().catch(() => {});
-      for (const turn of running.values()) turn.abort("worker shutting down");
+      // Each turn ends WORKER_STOPPED (aborted on the host, its execution interrupted), never replayed.
+      for (const turn of running.values()) turn.abort("worker shutting down", "WORKER_STOPPED");
       const settled = Promise.all([...claiming.values()]).then(() =>
         Promise.all([...running.values()].map((t) => t.done)),
       );

@@ -31,13 +31,16 @@ export interface TurnRunnerDeps {
 
 export interface RunningTurn {
   turnId: string;
-  /** Aborts the Agent; the turn still ends (turn.end) before `done` resolves. */
-  abort(reason: string): void;
+  /**
+   * Aborts the Agent; the turn still ends (turn.end) before `done` resolves, with `code` when the
+   * worker knows why (WORKER_STOPPED: it is stopping).
+   */
+  abort(reason: string, code?: "WORKER_STOPPED"): void;
   /** Resolves when the turn is over for this worker; never rejects. */
   done: Promise<void>;
 }
 
-type TurnOutcome = { status: "completed" } | { status: "error"; error: string };
+type TurnOutcome = { status: "completed" } | { status: "error"; error: string; code?: "WORKER_STOPPED" };
 
 function isTransportError(err: unknown): boolean {
   return isAppError(err) && err.details?.transport === true;
@@ -75,11 +78,13 @@ export function startTurn(assignment: TurnAssignment, deps: TurnRunnerDeps): Run
   const fields = { turnId, sessionId, kind: assignment.kind };
   const stop = new AbortController();
   let abortReason: string | undefined;
+  let abortCode: "WORKER_STOPPED" | undefined;
   let agent: Agent | undefined;
 
-  const abort = (reason: string) => {
+  const abort = (reason: string, code?: "WORKER_STOPPED") => {
     if (stop.signal.aborted) return;
     abortReason = reason;
+    abortCode = code;
     deps.log.info("turn.abort", { ...fields, reason });
     stop.abort();
     agent?.abort();
@@ -108,6 +113,7 @@ export function startTurn(assignment: TurnAssignment, deps: TurnRunnerDeps): Run
     if (abortReason !== undefined && outcome.status === "completed") {
       outcome = { status: "error", error: `aborted: ${abortReason}` };
     }
+    if (abortCode && outcome.status === "error") outcome = { ...outcome, code: abortCode };
     await endTurn(outcome);
   }
 
@@ -274,7 +280,13 @@ export function startTurn(assignment: TurnAssignment, deps: TurnRunnerDeps): Run
 
   async function endTurn(outcome: TurnOutcome): Promise<void> {
     const error = outcome.status === "error" ? outcome.error.slice(0, MAX_ERROR_TEXT) : undefined;
-    const params = { turnId, token, status: outcome.status, ...(error === undefined ? {} : { error }) };
+    const params = {
+      turnId,
+      token,
+      status: outcome.status,
+      ...(error === undefined ? {} : { error }),
+      ...(outcome.status === "error" && outcome.code ? { code: outcome.code } : {}),
+    };
     try {
       await deps.client.call("turn.end", params);
       deps.log.info("turn.ended", { ...fields, status: outcome.status, error });

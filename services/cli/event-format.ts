@@ -79,7 +79,9 @@ export function formatEvent(e: SessionEvent): string[] {
     }
     case "turn.ended": {
       const t = e as SessionEvent<"turn.ended">;
-      return [`turn ended: ${t.turnId} ${t.status}${t.code ? ` (${t.code})` : ""}`];
+      return [
+        `turn ended: ${t.turnId} ${t.status}${t.code ? ` (${t.code})` : ""}${t.reason ? `: ${t.reason}` : ""}`,
+      ];
     }
     case "message": {
       const m = e as SessionEvent<"message">;

@@ -33,10 +33,10 @@ import { createSchedulingApi } from "./bus/scheduling-api.ts";
 import { createSessionSupervisor } from "./sessions/session-supervisor.ts";
 import { createSessionStore } from "./store/session-store.ts";
 import { createSettingsStore } from "./store/settings-store.ts";
-import { runStartupFence } from "./store/startup-fence.ts";
+import { runStartupFence, runStopFence } from "./store/startup-fence.ts";
+import { announceEndedWork } from "./sessions/fence-announce.ts";
 import { testFaults, wireTestHooks } from "./bus/test-hooks.ts";
 import { createNotices } from "./sessions/notices.ts";
-import { interruptedPlanChanged, splitProposal } from "./sessions/plan-events.ts";
 import { createToolPipeline } from "./sessions/tool-pipeline.ts";
 import { cleanupLeftoverCgroups, sandboxLimits } from "./tools/sandbox-limits.ts";
 import { createToolRunner } from "./tools/tool-runner.ts";
@@ -160,12 +160,9 @@ async function main(): Promise<void> {
     approvalTimeoutMs: config.approvalTimeoutMs,
     ...(faults ? { faults } : {}),
   });
-  // Tell the owners and approvers of fenced work, on the bus, before serving anything.
-  for (const proposalId of fence.fencedProposalIds) {
-    const { view, audience } = splitProposal(await plans.get(proposalId));
-    const mode = (await sessions.getRow(db, view.sessionId)).mode;
-    events.publish(audience, "plan.changed", interruptedPlanChanged(view, mode));
-  }
+  // Tell the owners and approvers of fenced work, on the bus, before serving anything: every
+  // aborted turn (HOST_RESTARTED), interrupted approval or execution, denied permission prompt.
+  await announceEndedWork({ db, sessions, plans, events, log }, fence);
   // Permission prompts; an abort or lease loss of a turn ends its prompts' wait.
   const permissions = createPermissionGate({
     db,
@@ -352,9 +349,16 @@ async function main(): Promise<void> {
     stopping = true;
     log.info("host.stopping", { signal });
     scheduler.stop();
-    dispatcher.stop();
+    // No request is served from here on; the workers of leased turns are told to stop them.
     await service.stop().catch(() => {});
+    dispatcher.revokeAll();
+    dispatcher.stop();
     supervisor.stopAll();
+    // What runs ends now, announced: turns HOST_STOPPING, executions and approvals interrupted,
+    // prompts denied; nothing is replayed at the next start.
+    await runStopFence({ db, clock, hostId: config.hostId, incarnation: fence.incarnation, log })
+      .then((ended) => announceEndedWork({ db, sessions, plans, events, log }, ended))
+      .catch((err) => log.warn("host.stop_fence_failed", errorFields(err)));
     await runner.close().catch(() => {});
     await events.flush().catch(() => {});
     await rpcNc.drain().catch(() => {});

@@ -45,6 +45,8 @@ export const TurnEndParams = Type.Object(
     ...TurnAuth,
     status: Type.Union([Type.Literal("completed"), Type.Literal("error")]),
     error: Type.Optional(Type.String({ maxLength: 4000 })),
+    /** Why a turn ended early that the worker knows: it was stopped (SIGTERM/SIGINT). */
+    code: Type.Optional(Type.Literal("WORKER_STOPPED")),
   },
   { additionalProperties: false },
 );

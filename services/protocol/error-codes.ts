@@ -74,6 +74,8 @@ export const ErrorCode = {
   SCHEDULED_TASK_NOT_FOUND: "SCHEDULED_TASK_NOT_FOUND",
   REPLY_TOO_LARGE: "REPLY_TOO_LARGE",
   DATABASE_UNAVAILABLE: "DATABASE_UNAVAILABLE",
+  HOST_STOPPING: "HOST_STOPPING",
+  WORKER_STOPPED: "WORKER_STOPPED",
 } as const;
 
 export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];
@@ -266,6 +268,16 @@ export const errorCodeInfo: Record<ErrorCode, ErrorCodeInfo> = {
     retriable: true,
     message:
       "The host lost its database connection during the request; nothing was committed unless the reply says otherwise. Retry.",
+  },
+  HOST_STOPPING: {
+    retriable: false,
+    message:
+      "The host was stopped (SIGTERM/SIGINT) while the turn ran: the turn is aborted, its execution interrupted (PLAN_EXECUTION_INTERRUPTED); nothing is replayed.",
+  },
+  WORKER_STOPPED: {
+    retriable: false,
+    message:
+      "The worker running the turn was stopped (SIGTERM/SIGINT): the turn is aborted, its execution interrupted (PLAN_EXECUTION_INTERRUPTED); no other worker takes it.",
   },
 };
 

@@ -23,7 +23,8 @@ export interface EventBodies {
     version: number;
   };
   "turn.started": { turnId: string; kind: TurnKind };
-  "turn.ended": { turnId: string; status: TurnStatus; code?: ErrorCode };
+  /** `reason`: what the worker or host said about a failed end (bounded text), for people. */
+  "turn.ended": { turnId: string; status: TurnStatus; code?: ErrorCode; reason?: string };
   message: { turnId: string; role: "assistant"; text: string };
   "tool.called": { turnId: string; toolCallId: string; tool: string; args: Record<string, unknown> };
   "tool.result": {

@@ -23,6 +23,9 @@ import type { SessionStore } from "../store/session-store.ts";
 
 export type AgentHandler = (params: unknown) => Promise<unknown>;
 
+/** The longest worker-given reason a turn.ended event carries. */
+const TURN_END_REASON_CHARS = 1000;
+
 /**
  * The worker an agent request proves to be from, for the reply rule (reply-rules.ts): a claim's
  * `workerId` (its token is then sent only to that worker's inbox), or the worker holding the lease
@@ -138,11 +141,15 @@ export function createAgentApi(deps: {
     "turn.end": async (params) => {
       const lease = authorize(params);
       const p = decodeParams(TurnEndParams, params);
+      // A stopped worker's turn is aborted (WORKER_STOPPED), never handed to another worker; any
+      // other failure is TOOL_FAILED with the worker's reason, which reaches turn.ended.
+      const stopped = p.status === "error" && p.code === "WORKER_STOPPED";
       return supervisor.request(lease.sessionId, (reply) => ({
         type: "TURN_ENDED",
         turnId: lease.turnId,
-        status: p.status,
-        ...(p.status === "error" ? { code: "TOOL_FAILED" } : {}),
+        status: stopped ? "aborted" : p.status,
+        ...(p.status === "error" ? { code: stopped ? "WORKER_STOPPED" : "TOOL_FAILED" } : {}),
+        ...(p.status === "error" && p.error ? { reason: p.error.slice(0, TURN_END_REASON_CHARS) } : {}),
         reply,
       }));
     },

@@ -201,6 +201,7 @@ export function createSessionActors(deps: SessionActorDeps) {
       turnId: string,
       status: TurnEndStatus,
       code: ErrorCode | undefined,
+      reason?: string,
     ): Promise<StepOutput> {
       const { sessionId } = context;
       const execution = await withTransaction(db, async (tx) => {
@@ -212,16 +213,24 @@ export function createSessionActors(deps: SessionActorDeps) {
           action: "turn.end",
           decision: status,
           code: code ?? null,
+          ...(reason ? { details: { reason } } : {}),
         });
         if (context.turnKind !== "execution") return null;
+        // A stopped worker or host interrupts the execution; it is never run again.
+        const interrupted = code === undefined || code === "WORKER_STOPPED" || code === "HOST_STOPPING";
         return plans.finishExecution(
           tx,
           turnId,
           status === "completed" ? "completed" : "interrupted",
-          status === "completed" ? undefined : (code ?? "PLAN_EXECUTION_INTERRUPTED"),
+          status === "completed" ? undefined : interrupted ? "PLAN_EXECUTION_INTERRUPTED" : code,
         );
       });
-      events.publish(audience(sessionId), "turn.ended", { turnId, status, ...(code ? { code } : {}) });
+      events.publish(audience(sessionId), "turn.ended", {
+        turnId,
+        status,
+        ...(code ? { code } : {}),
+        ...(reason ? { reason } : {}),
+      });
       if (execution?.executionId && execution.executionState) {
         events.publish(audience(sessionId), "plan.changed", {
           state: "inactive",

@@ -57,8 +57,8 @@ export function provideSessionMachine(deps: SessionMachineDeps) {
         return steps.resolvePlan(sessionOf(i), principal, params);
       }),
       endTurn: step("endTurn", (i) => {
-        const { turnId, status, code } = requestOf(i, "TURN_ENDED");
-        return steps.endTurn(i.context, turnId, status, code);
+        const { turnId, status, code, reason } = requestOf(i, "TURN_ENDED");
+        return steps.endTurn(i.context, turnId, status, code, reason);
       }),
       abortWork: step("abortWork", (i) => steps.abortWork(i.context, i.request?.type === "ABORT")),
       expirePlan: step("expirePlan", (i) => steps.expirePlan(sessionOf(i))),

@@ -146,6 +146,10 @@ export function createTurnDispatcher(deps: {
     park(turnId: string | null): void {
       if (turnId) live(turnId)?.send({ type: "PARK" });
     },
+    /** Revokes every leased turn with its cancel notice (the host is stopping). */
+    revokeAll(): void {
+      for (const a of turns.values()) if (a.getSnapshot().matches("leased")) a.send({ type: "REVOKE" });
+    },
     stop(): void {
       for (const a of turns.values()) a.stop();
       turns.clear();

@@ -2,16 +2,30 @@
 // anything, one transaction ends what earlier incarnations left and makes this one current.
 import type { Logger } from "../../protocol/log.ts";
 import type { Clock } from "../clock.ts";
-import { type Db, WRITE_FENCE_LOCK_CLASS, withTransaction } from "./db.ts";
+import { type Db, type Tx, WRITE_FENCE_LOCK_CLASS, withTransaction } from "./db.ts";
 
-export interface FenceReport {
-  incarnation: number;
+/** What a fence ended, so the sessions' people can be told once the bus is up (fence-announce.ts). */
+export interface EndedWork {
   approvalsInterrupted: number;
   executionsInterrupted: number;
   turnsAborted: number;
   permissionsDenied: number;
-  /** The plan rows the fence changed, so their sessions can be told once the bus is up. */
+  /** The plan rows the fence changed. */
   fencedProposalIds: string[];
+  /** The turns it aborted, with the code they ended with. */
+  endedTurns: Array<{ turnId: string; sessionId: string; code: "HOST_RESTARTED" | "HOST_STOPPING" }>;
+  /** The permission prompts it denied (PERMISSION_INTERRUPTED). */
+  deniedPermissions: Array<{
+    requestId: string;
+    sessionId: string;
+    turnId: string;
+    toolCallId: string;
+    tool: string;
+  }>;
+}
+
+export interface FenceReport extends EndedWork {
+  incarnation: number;
 }
 
 /**
@@ -51,62 +65,108 @@ export async function runStartupFence(deps: {
       [hostId, incarnation, at],
     );
 
-    // Each change and its audit rows in one statement (a CTE): one round trip per kind of row,
-    // not one per row, so a fence over thousands of rows stays a few statements long.
-    const principal = `host:${hostId}`;
-    const fenceRows = (update: string, action: string, code: string, key: string, turn: string) =>
-      tx.query(
-        `WITH u AS (${update}),
-              a AS (INSERT INTO audit_log (at, principal, session_id, turn_id, action, code, details)
-                    SELECT $1, $2, u.session_id, ${turn}, '${action}', '${code}',
-                           jsonb_build_object('${key}', u.id, 'incarnation', $3::int) FROM u)
-         SELECT * FROM u`,
-        [at, principal, incarnation],
-      );
-    const approvals = await fenceRows(
-      `UPDATE plan_approvals SET status = 'interrupted', error_code = 'PLAN_APPROVAL_INTERRUPTED', resolved_at = $1, version = version + 1
-       WHERE status = 'pending' RETURNING id, session_id, turn_id`,
-      "fence.approval",
-      "PLAN_APPROVAL_INTERRUPTED",
-      "proposalId",
-      "u.turn_id",
-    );
-    const executions = await fenceRows(
-      `UPDATE plan_approvals SET execution_state = 'interrupted', error_code = 'PLAN_EXECUTION_INTERRUPTED', version = version + 1
-       WHERE execution_state IN ('queued', 'running') RETURNING id, session_id, execution_turn_id`,
-      "fence.execution",
-      "PLAN_EXECUTION_INTERRUPTED",
-      "proposalId",
-      "u.execution_turn_id",
-    );
-    const turns = await fenceRows(
-      `UPDATE turns SET status = 'aborted', error_code = 'HOST_RESTARTED', ended_at = $1 WHERE status = 'running'
-       RETURNING id, session_id`,
-      "fence.turn",
-      "HOST_RESTARTED",
-      "turn",
-      "u.id",
-    );
-    const permissions = await fenceRows(
-      `UPDATE permission_requests SET status = 'denied', code = 'PERMISSION_INTERRUPTED', resolved_at = $1
-       WHERE status = 'pending' RETURNING id, session_id, turn_id`,
-      "fence.permission",
-      "PERMISSION_INTERRUPTED",
-      "requestId",
-      "u.turn_id",
-    );
-    return {
-      incarnation,
-      approvalsInterrupted: approvals.rowCount ?? 0,
-      executionsInterrupted: executions.rowCount ?? 0,
-      turnsAborted: turns.rowCount ?? 0,
-      permissionsDenied: permissions.rowCount ?? 0,
-      fencedProposalIds: [
-        ...new Set([...approvals.rows, ...executions.rows].map((r: { id: string }) => r.id)),
-      ],
-    };
+    return { incarnation, ...(await endWork(tx, { at, hostId, incarnation, kind: "fence" })) };
   });
-  const { fencedProposalIds, ...counts } = report;
-  log.info("host.fence", { ...counts, proposals: fencedProposalIds.length });
+  const { fencedProposalIds, endedTurns, deniedPermissions, incarnation, ...counts } = report;
+  log.info("host.fence", { incarnation, ...counts, proposals: fencedProposalIds.length });
   return report;
+}
+
+/**
+ * Ends, in the caller's transaction, every pending approval (interrupted), queued or running
+ * execution (interrupted), running turn (aborted with `HOST_RESTARTED` at start, `HOST_STOPPING` when
+ * a host stops) and pending permission prompt (denied), with one audit row each (`<kind>.<what>`).
+ * Nothing is replayed.
+ */
+async function endWork(
+  tx: Tx,
+  p: { at: Date; hostId: string; incarnation: number; kind: "fence" | "stop" },
+): Promise<EndedWork> {
+  const { at, hostId, incarnation, kind } = p;
+  const turnCode = kind === "fence" ? "HOST_RESTARTED" : "HOST_STOPPING";
+  // Each change and its audit rows in one statement (a CTE): one round trip per kind of row,
+  // not one per row, so a fence over thousands of rows stays a few statements long.
+  const principal = `host:${hostId}`;
+  const fenceRows = (update: string, action: string, code: string, key: string, turn: string) =>
+    tx.query(
+      `WITH u AS (${update}),
+            a AS (INSERT INTO audit_log (at, principal, session_id, turn_id, action, code, details)
+                  SELECT $1, $2, u.session_id, ${turn}, '${kind}.${action}', '${code}',
+                         jsonb_build_object('${key}', u.id, 'incarnation', $3::int) FROM u)
+       SELECT * FROM u`,
+      [at, principal, incarnation],
+    );
+  const approvals = await fenceRows(
+    `UPDATE plan_approvals SET status = 'interrupted', error_code = 'PLAN_APPROVAL_INTERRUPTED', resolved_at = $1, version = version + 1
+     WHERE status = 'pending' RETURNING id, session_id, turn_id`,
+    "approval",
+    "PLAN_APPROVAL_INTERRUPTED",
+    "proposalId",
+    "u.turn_id",
+  );
+  const executions = await fenceRows(
+    `UPDATE plan_approvals SET execution_state = 'interrupted', error_code = 'PLAN_EXECUTION_INTERRUPTED', version = version + 1
+     WHERE execution_state IN ('queued', 'running') RETURNING id, session_id, execution_turn_id`,
+    "execution",
+    "PLAN_EXECUTION_INTERRUPTED",
+    "proposalId",
+    "u.execution_turn_id",
+  );
+  const turns = await fenceRows(
+    `UPDATE turns SET status = 'aborted', error_code = '${turnCode}', ended_at = $1 WHERE status = 'running'
+     RETURNING id, session_id`,
+    "turn",
+    turnCode,
+    "turn",
+    "u.id",
+  );
+  const permissions = await fenceRows(
+    `UPDATE permission_requests SET status = 'denied', code = 'PERMISSION_INTERRUPTED', resolved_at = $1
+     WHERE status = 'pending' RETURNING id, session_id, turn_id, tool_call_id, tool`,
+    "permission",
+    "PERMISSION_INTERRUPTED",
+    "requestId",
+    "u.turn_id",
+  );
+  return {
+    approvalsInterrupted: approvals.rowCount ?? 0,
+    executionsInterrupted: executions.rowCount ?? 0,
+    turnsAborted: turns.rowCount ?? 0,
+    permissionsDenied: permissions.rowCount ?? 0,
+    fencedProposalIds: [...new Set([...approvals.rows, ...executions.rows].map((r: { id: string }) => r.id))],
+    endedTurns: turns.rows.map((r: { id: string; session_id: string }) => ({
+      turnId: r.id,
+      sessionId: r.session_id,
+      code: turnCode,
+    })),
+    deniedPermissions: permissions.rows.map(
+      (r: { id: string; session_id: string; turn_id: string; tool_call_id: string; tool: string }) => ({
+        requestId: r.id,
+        sessionId: r.session_id,
+        turnId: r.turn_id,
+        toolCallId: r.tool_call_id,
+        tool: r.tool,
+      }),
+    ),
+  };
+}
+
+/**
+ * A host stopped by a signal ends its work at once, as the fence would at its next start but with
+ * `HOST_STOPPING` on the turns, through its own (write-fenced) pool, so people are told now.
+ */
+export async function runStopFence(deps: {
+  db: Db;
+  clock: Clock;
+  hostId: string;
+  incarnation: number;
+  log: Logger;
+}): Promise<EndedWork> {
+  const at = deps.clock.date();
+  const ended = await withTransaction(deps.db, (tx) =>
+    endWork(tx, { at, hostId: deps.hostId, incarnation: deps.incarnation, kind: "stop" }),
+  );
+  const { fencedProposalIds, endedTurns, deniedPermissions, ...counts } = ended;
+  deps.log.info("host.stop_fence", { ...counts, proposals: fencedProposalIds.length });
+  return ended;
 }
