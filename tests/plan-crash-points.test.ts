@@ -177,11 +177,15 @@ describe("plan crash points (SIGKILL of the host)", () => {
     const afterB = callsOf(stack, b.session.id).map((c) => c.turnId);
     expect(afterB).not.toContain(execTurn);
     expect(afterB).toEqual([planTurnB, nB.turnId, nB.turnId]);
-    // The fenced execution never started: after the restart no event names its turn and no execution
-    // state but `interrupted` is published; no tool call of it. The file the plan asked for was
-    // written by the new turn, the user's next one.
+    // The fenced execution never started: after the restart the only event naming its turn is the
+    // fence's announcement of its end, and no execution state but `interrupted` is published; no
+    // tool call of it. The file the plan asked for was written by the new turn, the user's next one.
     const since = [...evA.all.slice(seenA), ...evB.all.slice(seenB)];
-    expect(since.filter((e) => (e as { turnId?: string }).turnId === execTurn)).toEqual([]);
+    expect(
+      since
+        .filter((e) => (e as { turnId?: string }).turnId === execTurn)
+        .map((e) => [e.type, (e as { status?: string }).status, (e as { code?: string }).code]),
+    ).toEqual([["turn.ended", "aborted", "HOST_RESTARTED"]]);
     expect(
       since
         .filter(isPlanChanged)

@@ -7,6 +7,7 @@ import { describe, expect, it } from "vitest";
 import { AppError } from "../services/protocol/app-error.ts";
 import type { SessionEvent } from "../services/protocol/events.ts";
 import type { ProjectView, ProposalView, SessionView } from "../services/protocol/schemas.ts";
+import { eventually } from "./support/stack.ts";
 import { useStack } from "./support/stack-fixture.ts";
 
 const stack = useStack("fence", { host: true, worker: true });
@@ -45,6 +46,16 @@ describe("startup fence", () => {
     const callsBefore = stack.callLog().filter((c) => c.sessionId === session.id).length;
     expect(callsBefore).toBe(2);
     const fileBefore = readFileSync(path.join(ws, proposal.artifactPath));
+    // The submission's tool result is recorded just after its event: kill once it is (else the
+    // fence records that call's outcome as unknown, a different test).
+    await eventually(
+      async () =>
+        (
+          await stack.db.pool.query("SELECT 1 FROM tool_calls WHERE turn_id = $1 AND tool = 'ExitPlanMode'", [
+            turnId,
+          ])
+        ).rowCount,
+    );
 
     await stack.host!.kill();
     const restarted = stack.startHost();

@@ -78,6 +78,7 @@ describe("write fence in Postgres", () => {
         "session_events",
         "session_leases",
         "sessions",
+        "tool_call_starts",
         "tool_calls",
         "transcript_entries",
         "turns",

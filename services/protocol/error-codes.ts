@@ -76,6 +76,7 @@ export const ErrorCode = {
   DATABASE_UNAVAILABLE: "DATABASE_UNAVAILABLE",
   HOST_STOPPING: "HOST_STOPPING",
   WORKER_STOPPED: "WORKER_STOPPED",
+  TOOL_OUTCOME_UNKNOWN: "TOOL_OUTCOME_UNKNOWN",
 } as const;
 
 export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];
@@ -278,6 +279,11 @@ export const errorCodeInfo: Record<ErrorCode, ErrorCodeInfo> = {
     retriable: false,
     message:
       "The worker running the turn was stopped (SIGTERM/SIGINT): the turn is aborted, its execution interrupted (PLAN_EXECUTION_INTERRUPTED); no other worker takes it.",
+  },
+  TOOL_OUTCOME_UNKNOWN: {
+    retriable: false,
+    message:
+      "The tool call was started earlier and its result was never recorded (the host stopped or failed to record it); whether it ran is unknown, and it is never run again.",
   },
 };
 

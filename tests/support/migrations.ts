@@ -15,6 +15,7 @@ export const COMPACTION = "1700000000008_context-compaction";
 export const WRITE_FENCE = "1700000000009_write-fence";
 export const PROJECT_MEMBERS = "1700000000010_project-members";
 export const SESSION_EVENTS = "1700000000011_session-events";
+export const TOOL_CALL_STARTS = "1700000000012_tool-call-starts";
 export const ALL = [
   LEGACY,
   PLAN_MODE,
@@ -27,6 +28,7 @@ export const ALL = [
   WRITE_FENCE,
   PROJECT_MEMBERS,
   SESSION_EVENTS,
+  TOOL_CALL_STARTS,
 ];
 /** Every migration after the legacy layout, in order. */
 export const AFTER_LEGACY = ALL.slice(1);

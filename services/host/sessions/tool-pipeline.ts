@@ -92,6 +92,14 @@ function denialMessage(code: ErrorCode, p: ToolsExecuteParams, mode: string, pro
   }
 }
 
+/** The result of a call that started earlier and was never recorded (the host died, or recording failed). */
+export function outcomeUnknown(tool: string): ToolExecuteResult {
+  return refusal(
+    "TOOL_OUTCOME_UNKNOWN",
+    `${tool} was started earlier and its result was never recorded; whether it ran is unknown, and it is not run again`,
+  );
+}
+
 export function createToolPipeline(deps: ToolPipelineDeps) {
   const { db, clock, sessions, supervisor, dispatcher, events, permissions } = deps;
   const inflight = new Map<string, Promise<ToolExecuteResult>>();
@@ -161,11 +169,14 @@ export function createToolPipeline(deps: ToolPipelineDeps) {
       throw new AppError("INVALID_PARAMS", "the batch must contain this call");
     }
     // The durable mode is read now by sessionId; requestedMode is diagnostic only.
-    const s = await readToolCallFacts(db, { ...p, sessionId: lease.sessionId });
+    // The facts, and the call's start row committed before anything of it runs (migration 12).
+    const s = await readToolCallFacts(db, { ...p, sessionId: lease.sessionId }, clock.date());
     if (!s) throw new AppError("SESSION_NOT_FOUND");
     // A result recorded under a larger bound (an earlier server's max_payload) is sent bounded.
     if (s.recorded) return boundToolResult(s.recorded, maxResultBytes);
     const to: Audience = { sessionId: lease.sessionId, owner: s.owner, approvers: s.approvers };
+    // Started before (not in flight here) and never recorded: it may have run. It never runs again.
+    if (!s.started) return recordAndAnnounce(lease, p, to, "deny", outcomeUnknown(p.tool));
     if (p.requestedMode !== undefined && p.requestedMode !== s.mode) {
       await appendAudit(db, {
         at: clock.date(),
@@ -251,9 +262,22 @@ export function createToolPipeline(deps: ToolPipelineDeps) {
         result = refusal(err.code, err.message);
       }
     }
-    // Bounded in encoded bytes and repaired for Postgres (a NUL or lone surrogate in output becomes
-    // U+FFFD, counted in details.sanitized) before it is recorded: a retry gets what was recorded.
-    result = boundToolResult(result, maxResultBytes);
+    return recordAndAnnounce(lease, p, to, recordDecision, result);
+  }
+
+  /**
+   * Bounds the result in encoded bytes and repairs it for Postgres (a NUL or lone surrogate in
+   * output becomes U+FFFD, counted in details.sanitized), records it with its audit row and
+   * transcript entry, and announces it: a retry gets what was recorded.
+   */
+  async function recordAndAnnounce(
+    lease: Lease,
+    p: ToolsExecuteParams,
+    to: Audience,
+    recordDecision: "allow" | "deny",
+    raw: ToolExecuteResult,
+  ): Promise<ToolExecuteResult> {
+    let result = boundToolResult(raw, maxResultBytes);
     const repaired = sanitizeText(result);
     if (repaired.replaced > 0)
       result = { ...repaired.value, details: { ...repaired.value.details, sanitized: repaired.replaced } };

@@ -10,6 +10,8 @@ export interface EndedWork {
   executionsInterrupted: number;
   turnsAborted: number;
   permissionsDenied: number;
+  /** Tool calls started and never recorded, now recorded TOOL_OUTCOME_UNKNOWN. */
+  toolOutcomesUnknown: number;
   /** The plan rows the fence changed. */
   fencedProposalIds: string[];
   /** The turns it aborted, with the code they ended with. */
@@ -120,6 +122,36 @@ async function endWork(
     "turn",
     "u.id",
   );
+  // Tool calls started and never recorded (the host died while one ran): their result is recorded
+  // as TOOL_OUTCOME_UNKNOWN, with its transcript entry and audit row, and they never run again.
+  const unknown = await tx.query(
+    `WITH s AS (
+       SELECT st.turn_id, st.tool_call_id, st.session_id, st.tool,
+              jsonb_build_object(
+                'content', jsonb_build_array(jsonb_build_object('type', 'text', 'text',
+                  st.tool || ' was running when the host ' || $4 || '; whether it finished is unknown, and it is not run again')),
+                'isError', true, 'code', 'TOOL_OUTCOME_UNKNOWN') AS result
+         FROM tool_call_starts st
+        WHERE NOT EXISTS (SELECT 1 FROM tool_calls tc WHERE tc.turn_id = st.turn_id AND tc.tool_call_id = st.tool_call_id)
+     ), tc AS (
+       INSERT INTO tool_calls (turn_id, tool_call_id, session_id, tool, decision, code, result, created_at)
+       SELECT turn_id, tool_call_id, session_id, tool, 'allow', 'TOOL_OUTCOME_UNKNOWN', result, $1 FROM s
+       RETURNING turn_id, tool_call_id, session_id, tool
+     ), te AS (
+       INSERT INTO transcript_entries (session_id, turn_id, role, message, created_at)
+       SELECT session_id, turn_id, 'toolResult',
+              jsonb_build_object('role', 'toolResult', 'toolCallId', tool_call_id, 'toolName', tool,
+                'content', result->'content', 'details', '{}'::jsonb, 'isError', true,
+                'timestamp', (extract(epoch FROM $1::timestamptz) * 1000)::bigint), $1
+         FROM s
+     ), a AS (
+       INSERT INTO audit_log (at, principal, session_id, turn_id, tool_call_id, action, code, details)
+       SELECT $1, $2, session_id, turn_id, tool_call_id, '${kind}.tool_call', 'TOOL_OUTCOME_UNKNOWN',
+              jsonb_build_object('tool', tool, 'incarnation', $3::int) FROM tc
+     )
+     SELECT count(*)::int AS n FROM tc`,
+    [at, principal, incarnation, kind === "fence" ? "restarted" : "stopped"],
+  );
   const permissions = await fenceRows(
     `UPDATE permission_requests SET status = 'denied', code = 'PERMISSION_INTERRUPTED', resolved_at = $1
      WHERE status = 'pending' RETURNING id, session_id, turn_id, tool_call_id, tool`,
@@ -133,6 +165,7 @@ async function endWork(
     executionsInterrupted: executions.rowCount ?? 0,
     turnsAborted: turns.rowCount ?? 0,
     permissionsDenied: permissions.rowCount ?? 0,
+    toolOutcomesUnknown: unknown.rows[0]?.n ?? 0,
     fencedProposalIds: [...new Set([...approvals.rows, ...executions.rows].map((r: { id: string }) => r.id))],
     endedTurns: turns.rows.map((r: { id: string; session_id: string }) => ({
       turnId: r.id,
