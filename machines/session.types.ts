@@ -47,7 +47,14 @@ export type SessionEvent =
   | { type: "CLAIM"; turnId: string; workerId: string; reply: Reply }
   | { type: "ENTER_PLAN"; turnId: string; toolCallId: string; reply: Reply }
   | { type: "SUBMIT_PLAN"; turnId: string; toolCallId: string; args: Record<string, unknown>; reply: Reply }
-  | { type: "TURN_ENDED"; turnId: string; status: TurnEndStatus; code?: ErrorCode; reason?: string; reply?: Reply }
+  | {
+      type: "TURN_ENDED";
+      turnId: string;
+      status: TurnEndStatus;
+      code?: ErrorCode;
+      reason?: string;
+      reply?: Reply;
+    }
   /** Test hooks only: the provided injectFault action throws, as a bug in an action would. */
   | { type: "FAULT" };
 

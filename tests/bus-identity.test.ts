@@ -28,6 +28,7 @@ import {
   turnCancelSubject,
   WORKER_QUEUE,
 } from "../services/protocol/subjects.ts";
+import { readArtifact } from "./support/artifacts.ts";
 import { hostEnv, type ManagedProcess, spawnTs } from "./support/processes.ts";
 import { eventually } from "./support/stack.ts";
 import { useStack } from "./support/stack-fixture.ts";
@@ -251,9 +252,7 @@ describe("private inboxes and no JetStream for people (clauses 2 and 3)", () => 
     const alice = person(await as("alice"), "alice");
     const [proposal] = (await alice.call<{ proposals: ProposalView[] }>("plans.pending", { sessionId }))
       .proposals;
-    const artifact = await alice.call<{ content: string }>("artifacts.read", {
-      proposalId: proposal!.proposalId,
-    });
+    const artifact = await readArtifact(alice, proposal!.proposalId);
     expect(artifact.content).toBe("# The secret plan\n");
     for (const t of taps) {
       expect(await refusedBy(t.sub)).toBeInstanceOf(Error);

@@ -27,6 +27,7 @@ import type {
   ToolExecuteResult,
   TurnAssignment,
 } from "../services/protocol/schemas.ts";
+import { readArtifact as readAllPages } from "./support/artifacts.ts";
 import { approvalRow } from "./support/plans.ts";
 import { openStackDir, SANDBOX_USER, sandboxIds, sandboxWorkspace } from "./support/sandbox.ts";
 import { useStack } from "./support/stack-fixture.ts";
@@ -80,11 +81,7 @@ async function pendingProposal(p: Project): Promise<ProposalView> {
 }
 
 function readArtifact(proposalId: string) {
-  return stack
-    .rpc("alice")
-    .call<{ path: string; sha256: string; matchesRecord: boolean; content: string }>("artifacts.read", {
-      proposalId,
-    });
+  return readAllPages(stack.rpc("alice"), proposalId);
 }
 
 const acl = (p: string) =>
@@ -208,23 +205,33 @@ describe("a .pi tampered with outside pi-host", () => {
     ]);
   });
 
-  it("the pending plan's file replaced by a symlink: artifacts.read and the claim refuse it", async () => {
+  it("the pending plan's file replaced by a symlink: artifacts.read, the approve and the claim refuse it", async () => {
     const p = await newProject();
     const proposal = await pendingProposal(p);
     const file = path.join(p.ws, proposal.artifactPath);
+    const original = readFileSync(file);
     unlinkSync(file);
     symlinkSync("/etc/passwd", file);
     expect(await refusalCode(readArtifact(proposal.proposalId))).toBe("PLAN_ARTIFACT_PATH_UNSAFE");
     expect(lstatSync(file).isSymbolicLink()).toBe(true);
-    // Approved anyway, the worker's claim re-hashes through the handle and refuses: nothing runs.
-    await stack.rpc("alice").call("plans.resolve", {
-      proposalId: proposal.proposalId,
-      sessionId: proposal.sessionId,
-      turnId: proposal.turnId,
-      toolCallId: proposal.toolCallId,
-      action: "approve",
-      targetPermissionMode: "accept-edits",
-    });
+    const resolve = () =>
+      stack.rpc("alice").call("plans.resolve", {
+        proposalId: proposal.proposalId,
+        sessionId: proposal.sessionId,
+        turnId: proposal.turnId,
+        toolCallId: proposal.toolCallId,
+        action: "approve",
+        targetPermissionMode: "accept-edits",
+      });
+    // The approve re-hashes through the handle: a symlink is no plan, nothing changes.
+    expect(await refusalCode(resolve())).toBe("PLAN_ARTIFACT_HASH_MISMATCH");
+    expect(lstatSync(file).isSymbolicLink()).toBe(true);
+    // Approved while the file was right, then swapped: the worker's claim re-hashes and refuses.
+    unlinkSync(file);
+    writeFileSync(file, original);
+    await resolve();
+    unlinkSync(file);
+    symlinkSync("/etc/passwd", file);
     const execTurn = (await approvalRow(stack, proposal.proposalId)).execution_turn_id!;
     expect(await refusalCode(stack.agent.call("claim", { turnId: execTurn, workerId: "testworker" }))).toBe(
       "PLAN_ARTIFACT_HASH_MISMATCH",

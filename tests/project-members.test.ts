@@ -16,6 +16,7 @@ import type {
   ToolExecuteResult,
   TurnAssignment,
 } from "../services/protocol/schemas.ts";
+import { readArtifact } from "./support/artifacts.ts";
 import { useFreshDatabases, T0, T1 } from "./support/migrations.ts";
 import { eventually } from "./support/stack.ts";
 import { useStack } from "./support/stack-fixture.ts";
@@ -151,7 +152,7 @@ describe("projects have owners and members", () => {
     expect(pending).toBeDefined();
     const proposalId = pending!.proposalId;
     // While a member, bob may read what an approver reads.
-    expect((await bob().call<{ content: string }>("artifacts.read", { proposalId })).content).toBe("# P\n");
+    expect((await readArtifact(bob(), proposalId)).content).toBe("# P\n");
 
     await remove("alice", p.id, "bob");
     const resolve = bob().call("plans.resolve", {

@@ -44,13 +44,16 @@ describe("no tool runs without a record", () => {
       expect(await refusalCode(exec(a, "call-\ud800", "Bash", { command: "echo x >> ran.txt" }))).toBe(
         "INVALID_PARAMS",
       );
-    expect(await refusalCode(exec(a, "w1", "Write", { path: "bad\u0000.txt", content: "x" }))).toBe(
-      "INVALID_PARAMS",
-    );
+    // In the model's arguments it is a refusal the model sees, recorded like any other.
+    expect(await exec(a, "w1", "Write", { path: "bad\u0000.txt", content: "x" })).toMatchObject({
+      isError: true,
+      code: "INVALID_PARAMS",
+      details: { path: "/args/path" },
+    });
     expect(existsSync(marker)).toBe(false);
     expect(existsSync(path.join(ws, "bad"))).toBe(false);
-    expect(await toolRows(a.turnId)).toEqual([]);
-    expect(await rowsOf("SELECT 1 FROM tool_call_starts WHERE turn_id = $1", [a.turnId])).toEqual([]);
+    expect(await toolRows(a.turnId)).toEqual([{ tool_call_id: "w1", code: "INVALID_PARAMS" }]);
+    expect(await auditOf(a.turnId, "w1")).toHaveLength(1);
   });
 
   it("output with a NUL is recorded repaired: the Bash that succeeded is reported as succeeded", async () => {

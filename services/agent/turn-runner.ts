@@ -9,6 +9,7 @@ import type { TypedAgentClient } from "../protocol/rpc-client.ts";
 import type { OperatingMode, ToolExecuteResult, ToolSpec, TurnAssignment } from "../protocol/schemas.ts";
 import { turnCancelSubject } from "../protocol/subjects.ts";
 import { buildHostTools, type ToolCallRequest } from "./agent-tools.ts";
+import { callBounded, createPartJoiner } from "./bounded-call.ts";
 import { resolveModel } from "./model-resolver.ts";
 
 export const CONTEXT_PAGE_LIMIT = 200;
@@ -145,20 +146,29 @@ export function startTurn(assignment: TurnAssignment, deps: TurnRunnerDeps): Run
 
   async function fetchContext(): Promise<AgentMessage[]> {
     const messages: AgentMessage[] = [];
+    const joiner = createPartJoiner();
     let cursor: number | undefined;
+    let part: number | undefined;
     for (;;) {
       const params = {
         turnId,
         token,
         limit: CONTEXT_PAGE_LIMIT,
         ...(cursor === undefined ? {} : { cursor }),
+        ...(part === undefined ? {} : { part }),
       };
       const page = await deps.client.call("context", params);
-      // The host stores what workers appended: pi-ai messages (docs/protocol.md, `context`).
-      messages.push(...(page.messages as AgentMessage[]));
-      if (page.nextCursor === null || page.nextCursor === undefined || stop.signal.aborted) return messages;
-      if (page.nextCursor === cursor) throw new Error(`context cursor did not advance (${cursor})`);
+      // The host stores what workers appended: pi-ai messages (docs/protocol.md, `context`); an
+      // entry too big for a page comes in parts, joined here.
+      messages.push(...(joiner.add(page.messages) as AgentMessage[]));
+      if (page.nextCursor === null || page.nextCursor === undefined || stop.signal.aborted) {
+        if (joiner.partial()) throw new Error("the context ended inside an entry sent in parts");
+        return messages;
+      }
+      if (page.nextCursor === cursor && page.nextPart === part)
+        throw new Error(`context cursor did not advance (${cursor})`);
       cursor = page.nextCursor;
+      part = page.nextPart;
     }
   }
 
@@ -195,7 +205,11 @@ export function startTurn(assignment: TurnAssignment, deps: TurnRunnerDeps): Run
       const params = { sessionId, turnId, token, ...req, requestedMode: mode };
       for (let attempt = 1; ; attempt++) {
         try {
-          return await abortable(deps.toolClient.call("tools.execute", params), signal);
+          // Arguments too big for one message travel in parts (bounded-call.ts).
+          return await abortable(
+            callBounded<ToolExecuteResult>(deps.nc, deps.toolClient, "tools.execute", params),
+            signal,
+          );
         } catch (err) {
           if (!isTransportError(err) || attempt >= TOOL_ATTEMPTS || signal?.aborted) throw err;
           deps.log.warn("turn.tool_retry", {
@@ -235,7 +249,7 @@ export function startTurn(assignment: TurnAssignment, deps: TurnRunnerDeps): Run
       try {
         // pi-ai messages are plain JSON objects: the wire type is a record.
         const wire = message as unknown as Record<string, unknown>;
-        await deps.client.call("append", { turnId, token, messages: [wire] });
+        await callBounded(deps.nc, deps.client, "append", { turnId, token, messages: [wire] });
       } catch (err) {
         if (isAppError(err) && err.code === "TURN_TOKEN_INVALID") return; // the run parked or was aborted
         failure ??= `append failed (${describe(err)})`;

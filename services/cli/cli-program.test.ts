@@ -1,3 +1,4 @@
+import { createHash } from "node:crypto";
 import { describe, expect, it } from "vitest";
 import { AppError } from "../protocol/app-error.ts";
 import type { SessionEvent } from "../protocol/events.ts";
@@ -222,11 +223,95 @@ describe("commands", () => {
     expect(r.stderr).toBe("error PLAN_NOT_FOUND: No plan proposal with that id.\n");
   });
 
-  it("plans show prints the artifact's exact content", async () => {
-    const content = "# Plan\n\nWrite GREETING.md\n\n";
-    const { bus } = fakeBus({ "artifacts.read": () => ({ proposalId: "p1", path: "x", content }) });
-    const r = await cli(["plans", "show", "p1"], bus);
-    expect(r).toMatchObject({ code: 0, stdout: content });
+  describe("plans show", () => {
+    const content = "# Plan ✓\n\nWrite GREETING.md — café 🙂\n\n";
+    const sha = (b: Buffer) => createHash("sha256").update(b).digest("hex");
+    /** artifacts.read over `file()` as the host pages it, `page` bytes at a time. */
+    function pagedBus(file: () => Buffer, recorded: string, page = 5) {
+      return fakeBus({
+        "artifacts.read": (params) => {
+          const bytes = file();
+          const { offset = 0 } = params as { offset?: number };
+          if (offset > bytes.byteLength) throw new AppError("INVALID_PARAMS", "past the end");
+          const end = Math.min(bytes.byteLength, offset + page);
+          return {
+            proposalId: "p1",
+            path: ".pi/plan/x.md",
+            byteSize: bytes.byteLength,
+            sha256: sha(bytes),
+            recordedSha256: recorded,
+            matchesRecord: sha(bytes) === recorded,
+            offset,
+            data: bytes.subarray(offset, end).toString("base64"),
+            nextOffset: end < bytes.byteLength ? end : null,
+          };
+        },
+      });
+    }
+
+    it("reassembles every page and prints the exact bytes", async () => {
+      const bytes = Buffer.from(content);
+      const { bus, log } = pagedBus(() => bytes, sha(bytes));
+      const r = await cli(["plans", "show", "p1"], bus);
+      expect(r).toMatchObject({ code: 0, stdout: content, stderr: "" });
+      const offsets = log.filter((l) => l.startsWith("call")).map((l) => JSON.parse(l.split(" ")[2]!).offset);
+      expect(offsets).toEqual(Array.from({ length: Math.ceil(bytes.byteLength / 5) }, (_, i) => i * 5));
+    });
+
+    it("an empty file is one page and prints nothing", async () => {
+      const { bus } = pagedBus(() => Buffer.alloc(0), sha(Buffer.alloc(0)));
+      expect(await cli(["plans", "show", "p1"], bus)).toMatchObject({ code: 0, stdout: "", stderr: "" });
+    });
+
+    it("--json prints its own hash and comparison and the content", async () => {
+      const bytes = Buffer.from(content);
+      const { bus } = pagedBus(() => bytes, sha(bytes));
+      const r = await cli(["--json", "plans", "show", "p1"], bus);
+      expect(r.code).toBe(0);
+      expect(JSON.parse(r.stdout)).toEqual({
+        proposalId: "p1",
+        path: ".pi/plan/x.md",
+        byteSize: bytes.byteLength,
+        sha256: sha(bytes),
+        recordedSha256: sha(bytes),
+        matchesRecord: true,
+        content,
+      });
+    });
+
+    it("a file changed between pages: prints what it read, warns PLAN_ARTIFACT_HASH_MISMATCH, exit 1", async () => {
+      const before = Buffer.from(content);
+      const after = Buffer.from(content.replace("Write", "Wipe!"));
+      let reads = 0;
+      // Every page the host reports matchesRecord of its own read; only the CLI sees the mix.
+      const { bus } = pagedBus(() => (reads++ < 2 ? before : after), sha(before));
+      const r = await cli(["plans", "show", "p1"], bus);
+      const mixed = Buffer.concat([before.subarray(0, 10), after.subarray(10)]);
+      expect(r.code).toBe(1);
+      expect(r.stdout).toBe(mixed.toString("utf8"));
+      expect(r.stderr).toBe(
+        `warning PLAN_ARTIFACT_HASH_MISMATCH: the plan file no longer matches what was submitted (sha256 ${sha(mixed)}, recorded ${sha(before)})\n`,
+      );
+    });
+
+    it("a page that does not advance is an error, not a loop", async () => {
+      const { bus } = fakeBus({
+        "artifacts.read": () => ({
+          proposalId: "p1",
+          path: "x",
+          byteSize: 4,
+          sha256: "s",
+          recordedSha256: "s",
+          matchesRecord: true,
+          offset: 0,
+          data: "",
+          nextOffset: 0,
+        }),
+      });
+      const r = await cli(["plans", "show", "p1"], bus);
+      expect(r.code).toBe(1);
+      expect(r.stderr).toMatch(/^error INTERNAL: /);
+    });
   });
 
   it("plans pending -q prints one id per line", async () => {

@@ -66,9 +66,16 @@ describe("the permissions of each role", () => {
   it("are exactly the ones of issue #11 clause 7", () => {
     const team = parseTeam(TEAM("4222", "/var/lib/nats"));
     const byName = Object.fromEntries(natsUsers(team).map((u) => [u.name, u]));
-    const agent = ["claim", "context", "append", "heartbeat", "turn.end", "tools.execute", "hello"].map(
-      (m) => `tp.agent.${m}`,
-    );
+    const agent = [
+      "claim",
+      "context",
+      "append",
+      "heartbeat",
+      "turn.end",
+      "tools.execute",
+      "body.part",
+      "hello",
+    ].map((m) => `tp.agent.${m}`);
     expect(Object.keys(byName)).toEqual(["h1", "h1-rpc", "w", "w2", "plug", "alice", "bob", "root"]);
     expect(byName.alice).toEqual({
       name: "alice",

@@ -81,6 +81,7 @@ const WORKER_REQUESTS = [
   "heartbeat",
   "turn.end",
   "tools.execute",
+  "body.part",
   "hello",
 ] as const satisfies ReadonlyArray<AgentMethod | "hello">;
 // A worker method added to the contract without a permission here does not compile.

@@ -7,6 +7,7 @@ import { errorFields, createLogger } from "../protocol/log.ts";
 import { inboxPrefix } from "../protocol/subjects.ts";
 import { createAgentApi, workerOfRequest } from "./bus/agent-api.ts";
 import { createRefusalRecorder } from "./bus/reply-rules.ts";
+import { createBodyParts } from "./bus/body-parts.ts";
 import { appendAudit } from "./store/audit-log.ts";
 import { createAuditApi } from "./bus/audit-api.ts";
 import { afterEvents, createEventsApi } from "./bus/events-api.ts";
@@ -204,6 +205,10 @@ async function main(): Promise<void> {
     pollMs: config.schedulePollMs,
   });
 
+  // What the host sends is bounded by the server's max_payload, read from the connection
+  // (docs/protocol.md "Message bounds"): tool results a quarter of it, context pages a half,
+  // plan-file pages three quarters of a half (their base64 fits the half).
+  const maxPayload = rpcNc.info?.max_payload ?? 1024 * 1024;
   const hooks = wireTestHooks(
     config,
     {
@@ -217,6 +222,7 @@ async function main(): Promise<void> {
         projects,
         settingsAdmins: config.settingsAdmins,
         natsReachable: () => natsUp && !nc.isClosed(),
+        maxPageBytes: Math.floor((maxPayload / 2) * 0.75),
       }),
       ...createProjectsApi({
         store: projects,
@@ -259,9 +265,6 @@ async function main(): Promise<void> {
         }
       : {}),
   });
-  // What the host sends is bounded by the server's max_payload, read from the connection
-  // (docs/protocol.md "Message bounds"): tool results a quarter of it, context pages a half.
-  const maxPayload = rpcNc.info?.max_payload ?? 1024 * 1024;
   const tools = createToolPipeline({
     maxResultBytes: Math.floor(maxPayload / 4),
     db,
@@ -300,6 +303,7 @@ async function main(): Promise<void> {
         events,
         tools,
         maxPageBytes: Math.floor(maxPayload / 2),
+        parts: createBodyParts({ clock }),
       }),
     ),
     test: hooks.test,

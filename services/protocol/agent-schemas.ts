@@ -18,6 +18,9 @@ export type TurnOffer = Static<typeof TurnOffer>;
 export const ClaimParams = Type.Object({ turnId: Id, workerId: Id }, { additionalProperties: false });
 
 const TurnAuth = { turnId: Id, token: Type.String({ minLength: 1, maxLength: 256 }) };
+/** Parts of one split body or transcript entry, and the characters all its parts may hold. */
+export const MAX_PARTS = 256;
+export const MAX_PARTS_CHARS = 8 * 1024 * 1024;
 /** A token-bearing request: decoded leniently first so a missing token is TURN_TOKEN_INVALID. */
 export const TurnAuthParams = Type.Object(TurnAuth);
 
@@ -26,9 +29,31 @@ export const ContextParams = Type.Object(
     ...TurnAuth,
     cursor: Type.Optional(Type.Integer({ minimum: 0, maximum: Number.MAX_SAFE_INTEGER })),
     limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 500 })),
+    /** Inside an entry split into parts: the part to start at (the previous page's `nextPart`). */
+    part: Type.Optional(Type.Integer({ minimum: 0, maximum: MAX_PARTS - 1 })),
   },
   { additionalProperties: false },
 );
+
+/**
+ * One part of a request body too big for one message (docs/protocol.md "Message bounds"): the
+ * body's JSON text cut into `count` parts; the request itself is then `{turnId, token, bodyParts}`.
+ */
+export const BodyPartParams = Type.Object(
+  {
+    ...TurnAuth,
+    partId: Id,
+    index: Type.Integer({ minimum: 0, maximum: MAX_PARTS - 1 }),
+    count: Type.Integer({ minimum: 1, maximum: MAX_PARTS }),
+    text: Type.String({ maxLength: MAX_PARTS_CHARS }),
+  },
+  { additionalProperties: false },
+);
+export type BodyPartParams = Static<typeof BodyPartParams>;
+export const BodyPartResult = Type.Object({ partId: Type.String(), received: Type.Integer() });
+
+/** A request whose body was sent in parts (BodyPartParams) under `bodyParts`. */
+export const BodyPartsRef = Type.Object({ ...TurnAuth, bodyParts: Id }, { additionalProperties: false });
 
 export const AppendParams = Type.Object(
   {
@@ -117,9 +142,14 @@ export const ToolExecuteResult = Type.Object({
 export type ToolExecuteResult = Static<typeof ToolExecuteResult>;
 
 /** A page of the session transcript (pi-ai messages); fetch until `nextCursor` is null. */
+/**
+ * `messages` may hold `{piHostPart: {index, count, json}}` items: one entry too big for a page, its
+ * JSON text in parts the worker joins in order. `nextPart` (with `nextCursor`) resumes inside it.
+ */
 export const ContextPage = Type.Object({
   messages: Type.Array(Type.Unknown()),
   nextCursor: Type.Union([Type.Number(), Type.Null()]),
+  nextPart: Type.Optional(Type.Integer()),
 });
 export type ContextPage = Static<typeof ContextPage>;
 

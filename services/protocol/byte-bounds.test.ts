@@ -1,7 +1,7 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import type { ToolExecuteResult } from "./schemas.ts";
-import { boundToolResult, boundTranscriptMessage, jsonBytes, prefixWithinBytes } from "./byte-bounds.ts";
+import { boundToolResult, jsonBytes, prefixWithinBytes, splitWithinBytes } from "./byte-bounds.ts";
 
 const result = (text: string, details?: Record<string, unknown>): ToolExecuteResult => ({
   content: [{ type: "text", text }],
@@ -75,33 +75,26 @@ describe("boundToolResult", () => {
   });
 });
 
-describe("boundTranscriptMessage", () => {
-  it("cuts a string or text-part content to the bound and marks it; keeps small entries as they are", () => {
-    const small = { role: "user", content: "hi", timestamp: 1 };
-    expect(boundTranscriptMessage(small, 1024)).toBe(small);
-    const big = { role: "user", content: "\u0002".repeat(100_000), timestamp: 1 };
-    const cut = boundTranscriptMessage(big, 50_000) as { content: string; truncatedByHost: unknown };
-    expect(jsonBytes(cut)).toBeLessThanOrEqual(50_000);
-    expect(cut.content).toMatch(/\[entry truncated by the host: \d+ bytes in full\]$/);
-    const tool = {
-      role: "toolResult",
-      toolCallId: "c1",
-      toolName: "Bash",
-      isError: false,
-      timestamp: 2,
-      content: [{ type: "text", text: "x".repeat(100_000) }],
-    };
-    const t = boundTranscriptMessage(tool, 20_000) as Record<string, unknown>;
-    expect(jsonBytes(t)).toBeLessThanOrEqual(20_000);
-    expect(t).toMatchObject({ role: "toolResult", toolCallId: "c1", toolName: "Bash", isError: false });
-  });
-
-  it("any message ends within the bound", () => {
+describe("splitWithinBytes", () => {
+  it("joins back to the same text, each part within its budget, no surrogate pair split", () => {
     fc.assert(
-      fc.property(fc.jsonValue({ maxDepth: 3 }), fc.integer({ min: 4096, max: 20_000 }), (content, max) => {
-        const m = { role: "assistant", content, timestamp: 1 };
-        expect(jsonBytes(boundTranscriptMessage(m, max))).toBeLessThanOrEqual(max);
-      }),
+      fc.property(
+        fc.string({ unit: "binary", maxLength: 5000 }),
+        fc.integer({ min: 8, max: 700 }),
+        (s, budget) => {
+          const parts = splitWithinBytes(s, budget);
+          expect(parts.join("")).toBe(s);
+          let at = 0;
+          for (const p of parts) {
+            expect(Buffer.byteLength(JSON.stringify(p)) - 2).toBeLessThanOrEqual(budget);
+            at += p.length;
+            // A cut never falls between a high and a low surrogate.
+            const before = s.charCodeAt(at - 1);
+            const after = s.charCodeAt(at);
+            expect(before >= 0xd800 && before <= 0xdbff && after >= 0xdc00 && after <= 0xdfff).toBe(false);
+          }
+        },
+      ),
     );
   });
 });

@@ -87,41 +87,18 @@ export function boundToolResult(result: ToolExecuteResult, maxBytes: number): To
 }
 
 /**
- * A transcript message as one context page may carry it: unchanged within `maxBytes`, else its
- * string content (or the text parts of its content array) cut to fit with a marker, and
- * `truncatedByHost: {fullBytes}`. Other oversized shapes become a short placeholder of their role.
+ * `s` cut into pieces whose JSON string encodings each take at most `budget` bytes (no surrogate
+ * pair split), for what travels in parts: an oversized transcript entry, an oversized request body.
  */
-export function boundTranscriptMessage(message: unknown, maxBytes: number): unknown {
-  const fullBytes = jsonBytes(message);
-  if (fullBytes <= maxBytes || typeof message !== "object" || message === null) return message;
-  const m = message as Record<string, unknown>;
-  const marker = `\n[entry truncated by the host: ${fullBytes} bytes in full]`;
-  const budget = () => maxBytes - SLACK_BYTES - marker.length;
-  if (typeof m.content === "string") {
-    const rest = { ...m, content: "", truncatedByHost: { fullBytes } };
-    const text = m.content.slice(0, prefixWithinBytes(m.content, budget() - jsonBytes(rest)));
-    return { ...rest, content: text + marker };
+export function splitWithinBytes(s: string, budget: number): string[] {
+  if (budget < 8) throw new Error("a part budget must hold at least one character");
+  const parts: string[] = [];
+  let pos = 0;
+  while (pos < s.length) {
+    const rest = s.slice(pos);
+    const n = prefixWithinBytes(rest, budget);
+    parts.push(rest.slice(0, n));
+    pos += n;
   }
-  if (Array.isArray(m.content)) {
-    const rest = { ...m, content: [], truncatedByHost: { fullBytes } };
-    let left = budget() - jsonBytes(rest);
-    const parts: unknown[] = [];
-    for (const part of m.content) {
-      const p = part as Record<string, unknown> | null;
-      if (p && p.type === "text" && typeof p.text === "string") {
-        const n = left > 0 ? prefixWithinBytes(p.text, left - 32) : 0;
-        parts.push({ ...p, text: p.text.slice(0, n) });
-        left -= jsonBytes(parts[parts.length - 1]);
-        if (n < p.text.length) break;
-      } else if (jsonBytes(p) < left) {
-        parts.push(p);
-        left -= jsonBytes(p);
-      } else break;
-    }
-    parts.push({ type: "text", text: marker });
-    if (jsonBytes({ ...rest, content: parts }) <= maxBytes) return { ...rest, content: parts };
-  }
-  // Its short fields (role, ids, flags, timestamp) and the marker.
-  const { content: _dropped, ...fields } = shortFields(m, false);
-  return { ...fields, content: [{ type: "text", text: marker.trim() }], truncatedByHost: { fullBytes } };
+  return parts.length > 0 ? parts : [""];
 }

@@ -190,7 +190,10 @@ export const errorCodeInfo: Record<ErrorCode, ErrorCodeInfo> = {
   PLAN_ALREADY_ACTIVE: { retriable: false, message: "EnterPlanMode while already in Plan." },
   PLAN_ALREADY_PENDING: { retriable: false, message: "The session already has a pending plan approval." },
   PLAN_WORKSPACE_REQUIRED: { retriable: false, message: "A plan needs a session bound to a workspace." },
-  PLAN_INVALID_ARGUMENT: { retriable: false, message: "Title, markdown and question must be non-empty." },
+  PLAN_INVALID_ARGUMENT: {
+    retriable: false,
+    message: "Title, markdown and question must be non-empty text without a NUL or an unpaired surrogate.",
+  },
   PLAN_MARKDOWN_TOO_LARGE: { retriable: false, message: "The plan is larger than 512 KiB." },
   PLAN_ARTIFACT_PATH_UNSAFE: {
     retriable: false,

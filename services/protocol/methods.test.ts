@@ -75,7 +75,15 @@ describe("typed clients", () => {
 describe("METHODS", () => {
   it("derives the client and agent-worker method lists", () => {
     expect([...CLIENT_METHODS, ...AGENT_METHODS].sort()).toEqual(Object.keys(METHODS).sort());
-    expect(AGENT_METHODS).toEqual(["claim", "context", "append", "heartbeat", "tools.execute", "turn.end"]);
+    expect(AGENT_METHODS).toEqual([
+      "claim",
+      "context",
+      "append",
+      "heartbeat",
+      "tools.execute",
+      "turn.end",
+      "body.part",
+    ]);
     for (const m of CLIENT_METHODS) expect(METHODS[m].caller).toBe("person");
   });
 

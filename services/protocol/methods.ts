@@ -6,6 +6,8 @@ import type { Static, TSchema } from "typebox";
 import {
   AppendParams,
   AppendResult,
+  BodyPartParams,
+  BodyPartResult,
   ClaimParams,
   ContextPage,
   ContextParams,
@@ -43,6 +45,7 @@ import {
 import {
   AbortResult,
   ArtifactContent,
+  ArtifactsReadPageParams,
   ArtifactsReadParams,
   EmptyParams,
   EventsPage,
@@ -205,7 +208,7 @@ export const METHODS = {
       "FILE_NOT_READABLE",
       "PLAN_ARTIFACT_PATH_UNSAFE",
     ]),
-    params: ArtifactsReadParams,
+    params: ArtifactsReadPageParams,
     result: ArtifactContent,
   },
   "audit.list": { ...person("audit", "any", null), params: AuditListParams, result: AuditPage },
@@ -297,6 +300,12 @@ export const METHODS = {
     result: ToolExecuteResult,
   },
   "turn.end": { ...worker("token", TOKEN), params: TurnEndParams, result: TurnEndResult },
+  // One part of a body too big for one message; the request then names it (docs/protocol.md).
+  "body.part": {
+    ...worker("token", [...TOKEN, "INVALID_PARAMS"]),
+    params: BodyPartParams,
+    result: BodyPartResult,
+  },
 } as const satisfies Record<string, MethodSpec>;
 
 export type Method = keyof typeof METHODS;

@@ -17,6 +17,8 @@ export type { ProjectView } from "./project-schemas.ts";
 export {
   AgentHello,
   AppendParams,
+  BodyPartParams,
+  BodyPartsRef,
   ClaimParams,
   ContextParams,
   HeartbeatParams,
@@ -115,6 +117,20 @@ export const PlansResolveParams = Type.Object(
 export type PlansResolveParams = Static<typeof PlansResolveParams>;
 
 export const ArtifactsReadParams = Type.Object({ proposalId: Id }, { additionalProperties: false });
+
+/**
+ * One page of a plan file: `offset` (default 0) is a byte offset, at most the file's size;
+ * `maxBytes` caps the page below the host's own page bound (docs/protocol.md "Message bounds").
+ */
+export const ArtifactsReadPageParams = Type.Object(
+  {
+    proposalId: Id,
+    offset: Type.Optional(Type.Integer({ minimum: 0, maximum: Number.MAX_SAFE_INTEGER })),
+    maxBytes: Type.Optional(Type.Integer({ minimum: 1, maximum: Number.MAX_SAFE_INTEGER })),
+  },
+  { additionalProperties: false },
+);
+export type ArtifactsReadPageParams = Static<typeof ArtifactsReadPageParams>;
 
 // ---- project members (docs/security.md "Projects have owners and members") ----------------------
 
@@ -239,14 +255,23 @@ export const AbortResult = Type.Object({
   ),
 });
 export const ProposalList = Type.Object({ proposals: Type.Array(ProposalView) });
+/**
+ * One page of a plan file: `data` is the base64 of its bytes `[offset, nextOffset ?? byteSize)`;
+ * `byteSize`, `sha256` and `matchesRecord` describe the whole file as read for this page,
+ * `recordedSha256` is what was submitted. `nextOffset` is null after the last page.
+ */
 export const ArtifactContent = Type.Object({
   proposalId: Type.String(),
   path: Type.String(),
-  sha256: Type.String(),
   byteSize: Type.Integer(),
+  sha256: Type.String(),
+  recordedSha256: Type.String(),
   matchesRecord: Type.Boolean(),
-  content: Type.String(),
+  offset: Type.Integer(),
+  data: Type.String(),
+  nextOffset: Nullable(Type.Integer()),
 });
+export type ArtifactContent = Static<typeof ArtifactContent>;
 
 // ---- events.since (docs/protocol.md "Events") ---------------------------------------------------
 

@@ -1,5 +1,8 @@
 // `pihost plans pending|show|approve|reject`: plan proposals and their approval.
+import { createHash } from "node:crypto";
 import { type Command, Option } from "commander";
+import { AppError } from "../../protocol/app-error.ts";
+import type { CliBus } from "../cli-bus.ts";
 import { APPROVE_MODES, approveMode, resolveParams, timeoutMs } from "../cli-params.ts";
 import { bus, DEFAULT_TIMEOUT_SECONDS, follow, isJson, out, outJson, type Run } from "../cli-run.ts";
 import { doneFromProposal, type FollowTarget, startFollow } from "../turn-follower.ts";
@@ -25,12 +28,32 @@ export function addPlanCommands(program: Command, run: Run): void {
     });
   plans
     .command("show")
-    .description("print the plan file exactly as submitted")
+    .description(
+      "print the plan file exactly as it is; exit 1 with a warning if it is not what was submitted",
+    )
     .argument("<proposalId>")
     .action(async (proposalId: string, _opts: unknown, cmd: Command) => {
-      const r = await (await bus(run)).call("artifacts.read", { proposalId });
-      if (isJson(cmd)) outJson(run, r);
-      else run.deps.stdout(r.content); // the exact bytes: nothing added, not even a newline
+      const file = await readPlanFile(await bus(run), proposalId);
+      const sha256 = createHash("sha256").update(file.bytes).digest("hex");
+      const matchesRecord = sha256 === file.recordedSha256;
+      const content = file.bytes.toString("utf8");
+      if (isJson(cmd))
+        outJson(run, {
+          proposalId,
+          path: file.path,
+          byteSize: file.bytes.byteLength,
+          sha256,
+          recordedSha256: file.recordedSha256,
+          matchesRecord,
+          content,
+        });
+      else run.deps.stdout(content); // the exact bytes: nothing added, not even a newline
+      if (!matchesRecord) {
+        run.deps.stderr(
+          `warning PLAN_ARTIFACT_HASH_MISMATCH: the plan file no longer matches what was submitted (sha256 ${sha256}, recorded ${file.recordedSha256})\n`,
+        );
+        run.exitCode = 1;
+      }
     });
   plans
     .command("approve")
@@ -57,6 +80,29 @@ export function addPlanCommands(program: Command, run: Run): void {
     .action(async (proposalId: string, _opts: unknown, cmd: Command) => {
       await resolve(run, cmd, proposalId, "reject", undefined, null);
     });
+}
+
+/**
+ * Every page of a plan file, reassembled. The CLI hashes the bytes itself: a file changed between
+ * pages is a mix no single page's sha256 describes, and differs from the recorded hash.
+ */
+async function readPlanFile(
+  b: CliBus,
+  proposalId: string,
+): Promise<{ path: string; recordedSha256: string; bytes: Buffer }> {
+  const chunks: Buffer[] = [];
+  let offset = 0;
+  for (;;) {
+    const page = await b.call("artifacts.read", { proposalId, offset });
+    chunks.push(Buffer.from(page.data, "base64"));
+    if (page.nextOffset === null) {
+      return { path: page.path, recordedSha256: page.recordedSha256, bytes: Buffer.concat(chunks) };
+    }
+    // Each page must move on, or a faulty host would keep the CLI asking forever.
+    if (page.nextOffset <= offset)
+      throw new AppError("INTERNAL", `artifacts.read did not advance past ${offset}`);
+    offset = page.nextOffset;
+  }
 }
 
 async function resolve(

@@ -2,9 +2,13 @@
 // heartbeat, turn.end and tools.execute. Every call but claim carries the turn's capability token,
 // checked before anything else; tools.execute then delegates to the tool pipeline (sessions/).
 import { AppError } from "../../protocol/app-error.ts";
-import { sanitizeText } from "../../protocol/text-safety.ts";
+import { type BodyParts, createBodyParts } from "./body-parts.ts";
+import type { Clock } from "../clock.ts";
+import { sanitizeText, unsafeTextPath } from "../../protocol/text-safety.ts";
 import {
   AppendParams,
+  BodyPartParams,
+  BodyPartsRef,
   ClaimParams,
   ContextParams,
   decodeParams,
@@ -52,8 +56,11 @@ export function createAgentApi(deps: {
   tools: ToolPipeline;
   /** A context page's bound in encoded bytes (from the server's max_payload). */
   maxPageBytes?: number;
+  /** Bodies too big for one message, sent in parts (body-parts.ts). */
+  parts?: BodyParts;
 }): Record<AgentMethod, AgentHandler> {
   const { db, sessions, supervisor, dispatcher, events } = deps;
+  const parts = deps.parts ?? createBodyParts({ clock: { now: Date.now, date: () => new Date() } as Clock });
 
   /** The token check that precedes everything else: a missing, revoked or foreign token is refused. */
   function authorize(params: unknown): Lease {
@@ -69,7 +76,7 @@ export function createAgentApi(deps: {
     return { sessionId, owner: row.owner, approvers: row.approvers };
   }
 
-  return {
+  const handlers: Record<AgentMethod, AgentHandler> = {
     claim: async (params) => {
       const p = decodeParams(ClaimParams, params);
       const offer = dispatcher.take(p.turnId);
@@ -96,7 +103,13 @@ export function createAgentApi(deps: {
     context: async (params) => {
       const lease = authorize(params);
       const p = decodeParams(ContextParams, params);
-      return sessions.transcriptPage(lease.sessionId, p.cursor ?? 0, p.limit ?? 200, deps.maxPageBytes);
+      return sessions.transcriptPage(
+        lease.sessionId,
+        p.cursor ?? 0,
+        p.limit ?? 200,
+        deps.maxPageBytes,
+        p.part,
+      );
     },
 
     append: async (params) => {
@@ -156,7 +169,38 @@ export function createAgentApi(deps: {
 
     "tools.execute": async (params) => {
       const lease = authorize(params);
-      return deps.tools.execute(lease, decodeParams(ToolsExecuteParams, params));
+      // Arguments are the model's: text Postgres cannot store in them is a refusal the model sees
+      // (recorded like any other), not a failed request; the rest of the body is checked as always.
+      const body = params as Record<string, unknown>;
+      const bad = unsafeTextPath(body.args, "/args");
+      if (bad === null) return deps.tools.execute(lease, decodeParams(ToolsExecuteParams, params));
+      return deps.tools.execute(lease, decodeParams(ToolsExecuteParams, { ...body, args: {} }), {
+        argsProblem: bad,
+      });
+    },
+
+    "body.part": async (params) => {
+      authorize(params);
+      return parts.put(decodeParams(BodyPartParams, params));
     },
   };
+
+  /**
+   * A token method's body may come in parts: `{turnId, token, bodyParts}` stands for the assembled
+   * body, which must carry the same turn and token; the method then runs on it as sent whole.
+   */
+  const withParts =
+    (handler: AgentHandler): AgentHandler =>
+    async (params) => {
+      const p = params as Record<string, unknown> | null;
+      if (typeof p !== "object" || p === null || !("bodyParts" in p)) return handler(params);
+      authorize(params);
+      const ref = decodeParams(BodyPartsRef, params);
+      const body = parts.take(ref.turnId, ref.bodyParts);
+      if (body.turnId !== ref.turnId || body.token !== ref.token)
+        throw new AppError("INVALID_PARAMS", "a body in parts must carry the turn and token of its request");
+      return handler(body);
+    };
+  for (const m of ["append", "tools.execute"] as const) handlers[m] = withParts(handlers[m]);
+  return handlers;
 }

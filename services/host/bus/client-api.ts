@@ -2,6 +2,7 @@
 // against the session, then read rows or hand the request to the session's actor.
 import { AppError } from "../../protocol/app-error.ts";
 import {
+  ArtifactsReadPageParams,
   ArtifactsReadParams,
   decodeParams,
   HelloParams,
@@ -41,6 +42,9 @@ async function databaseReachable(db: Db): Promise<boolean> {
   return ok;
 }
 
+/** artifacts.read's page bound when the host is not told one: fits a 1 MiB max_payload. */
+const DEFAULT_MAX_PAGE_BYTES = 512 * 1024;
+
 export function createClientApi(deps: {
   db: Db;
   sessions: SessionStore;
@@ -54,8 +58,14 @@ export function createClientApi(deps: {
   settingsAdmins?: readonly string[];
   /** Whether the connection that publishes events is up (host.status). */
   natsReachable?: () => boolean;
+  /**
+   * The most file bytes one artifacts.read page carries: three quarters of half the server's
+   * max_payload, so the base64 reply stays within it (docs/protocol.md "Message bounds").
+   */
+  maxPageBytes?: number;
 }): Record<ClientApiMethod, ClientHandler> {
   const { db, sessions, plans, supervisor } = deps;
+  const pageBound = Math.max(1, Math.floor(deps.maxPageBytes ?? DEFAULT_MAX_PAGE_BYTES));
 
   async function sessionFor(principal: string, sessionId: string, ownerOnly = false): Promise<SessionRow> {
     const row = await sessions.getRow(db, sessionId);
@@ -162,7 +172,7 @@ export function createClientApi(deps: {
     },
 
     "artifacts.read": async (principal, params) => {
-      const p = decodeParams(ArtifactsReadParams, params);
+      const p = decodeParams(ArtifactsReadPageParams, params);
       const row = await plans.get(p.proposalId);
       if (!canAccess({ owner: row.owner, approvers: row.approvers }, principal))
         throw new AppError("FORBIDDEN");
@@ -179,15 +189,27 @@ export function createClientApi(deps: {
           details: { path: row.artifactPath },
         });
       }
-      // The bytes as they are now; matchesRecord says whether they are still the submitted plan.
+      const offset = p.offset ?? 0;
+      // Only after the access check: a caller who may not read the file learns nothing of its size.
+      if (offset > bytes.byteLength) {
+        throw new AppError("INVALID_PARAMS", `offset ${offset} is past the end (${bytes.byteLength} bytes)`, {
+          details: { field: "offset", byteSize: bytes.byteLength },
+        });
+      }
+      const end = Math.min(bytes.byteLength, offset + Math.min(p.maxBytes ?? pageBound, pageBound));
+      // The whole file as read for this page; matchesRecord says whether it is still the submitted
+      // plan. A reader that reassembles pages hashes them itself: the file may change between pages.
       const sha256 = sha256Hex(bytes);
       return {
         proposalId: row.proposalId,
         path: row.artifactPath,
-        sha256,
         byteSize: bytes.byteLength,
+        sha256,
+        recordedSha256: row.sha256,
         matchesRecord: sha256 === row.sha256,
-        content: bytes.toString("utf8"),
+        offset,
+        data: bytes.subarray(offset, end).toString("base64"),
+        nextOffset: end < bytes.byteLength ? end : null,
       };
     },
   };

@@ -163,8 +163,15 @@ export function createToolPipeline(deps: ToolPipelineDeps) {
       .finally(() => abort?.release());
   }
 
-  /** Checks the batch, loads the durable facts, decides, runs or refuses, and records the call. */
-  async function executeTool(lease: Lease, p: ToolsExecuteParams): Promise<ToolExecuteResult> {
+  /**
+   * Checks the batch, loads the durable facts, decides, runs or refuses, and records the call.
+   * `argsProblem`: the path of text Postgres cannot store in the arguments (refused, recorded).
+   */
+  async function executeTool(
+    lease: Lease,
+    p: ToolsExecuteParams,
+    argsProblem?: string,
+  ): Promise<ToolExecuteResult> {
     if (!p.batch.some((c) => c.toolCallId === p.toolCallId && c.tool === p.tool)) {
       throw new AppError("INVALID_PARAMS", "the batch must contain this call");
     }
@@ -177,6 +184,18 @@ export function createToolPipeline(deps: ToolPipelineDeps) {
     const to: Audience = { sessionId: lease.sessionId, owner: s.owner, approvers: s.approvers };
     // Started before (not in flight here) and never recorded: it may have run. It never runs again.
     if (!s.started) return recordAndAnnounce(lease, p, to, "deny", outcomeUnknown(p.tool));
+    if (argsProblem !== undefined)
+      return recordAndAnnounce(
+        lease,
+        p,
+        to,
+        "deny",
+        refusal(
+          p.tool === "ExitPlanMode" ? "PLAN_INVALID_ARGUMENT" : "INVALID_PARAMS",
+          `${p.tool}: ${argsProblem} must not contain a NUL character or an unpaired surrogate`,
+          { path: argsProblem, field: argsProblem.split("/")[2] ?? "" },
+        ),
+      );
     if (p.requestedMode !== undefined && p.requestedMode !== s.mode) {
       await appendAudit(db, {
         at: clock.date(),
@@ -308,7 +327,11 @@ export function createToolPipeline(deps: ToolPipelineDeps) {
 
   return {
     /** One tools.execute call of the lease's worker (the token is checked by the caller). */
-    async execute(lease: Lease, p: ToolsExecuteParams): Promise<ToolExecuteResult> {
+    async execute(
+      lease: Lease,
+      p: ToolsExecuteParams,
+      opts: { argsProblem?: string } = {},
+    ): Promise<ToolExecuteResult> {
       dispatcher.beat(lease);
       // A retry that arrives while the first call still runs waits for it: the tool runs once.
       const key = `${p.turnId}\u0000${p.toolCallId}`;
@@ -316,7 +339,7 @@ export function createToolPipeline(deps: ToolPipelineDeps) {
       if (running) return running;
       // Admission (tool-admission.ts): over a bound the call is refused before anything else runs.
       const release = deps.admission?.admit(lease.sessionId);
-      const work = executeTool(lease, p);
+      const work = executeTool(lease, p, opts.argsProblem);
       inflight.set(key, work);
       try {
         return await work;

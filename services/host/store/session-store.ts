@@ -13,7 +13,8 @@ import type {
 } from "../../protocol/schemas.ts";
 import { appendAudit } from "./audit-log.ts";
 import type { Clock } from "../clock.ts";
-import { boundTranscriptMessage, jsonBytes } from "../../protocol/byte-bounds.ts";
+import { jsonBytes, splitWithinBytes } from "../../protocol/byte-bounds.ts";
+import type { ContextPage } from "../../protocol/agent-schemas.ts";
 import { type Db, type Tx, withTransaction } from "./db.ts";
 import { newId } from "../ids.ts";
 import { planningStateOf } from "./session-facts.ts";
@@ -56,6 +57,8 @@ export function canAccess(row: Pick<SessionRow, "owner" | "approvers">, principa
 export const DEFAULT_PAGE_BYTES = 512 * 1024;
 /** Room kept in a page for the reply envelope and `nextCursor`. */
 const PAGE_SLACK_BYTES = 1024;
+/** Room for `{"piHostPart":{"index":..,"count":..,"json":..}}` around one part. */
+const PART_ENVELOPE_BYTES = 128;
 
 export function createSessionStore({ db, clock }: { db: Db; clock: Clock }) {
   async function planningState(
@@ -207,7 +210,13 @@ export function createSessionStore({ db, clock }: { db: Db; clock: Clock }) {
      * (tool_calls, never a worker's appended message): a user message carrying its summary, then
      * everything after its result. Older entries stay in the table as history.
      */
-    async transcriptPage(sessionId: string, cursor: number, limit: number, maxBytes = DEFAULT_PAGE_BYTES) {
+    async transcriptPage(
+      sessionId: string,
+      cursor: number,
+      limit: number,
+      maxBytes = DEFAULT_PAGE_BYTES,
+      part?: number,
+    ): Promise<ContextPage> {
       let from = cursor;
       let lead: Record<string, unknown>[] = [];
       if (cursor === 0) {
@@ -237,22 +246,35 @@ export function createSessionStore({ db, clock }: { db: Db; clock: Clock }) {
         "SELECT id, message FROM transcript_entries WHERE session_id = $1 AND id > $2 ORDER BY id LIMIT $3",
         [sessionId, from, limit + 1],
       );
-      // Bounded in encoded bytes too: at least one entry, an entry over the page itself cut with a
-      // marker (result-bounds.ts), the page ending before the entry that would not fit.
+      // Bounded in encoded bytes too: the page ends before the entry that would not fit, and an
+      // entry bigger than a page alone goes out in parts, one per page (`nextPart` resumes inside
+      // it), which the worker joins: nothing is cut (docs/protocol.md "Message bounds").
+      const budget = maxBytes - PAGE_SLACK_BYTES;
       const messages: unknown[] = [...lead];
       let bytes = jsonBytes(lead);
       let lastId: number | null = null;
       let cut = r.rows.length > limit;
       for (const row of r.rows.slice(0, limit) as Array<{ id: string; message: unknown }>) {
-        const m = boundTranscriptMessage(row.message, maxBytes - PAGE_SLACK_BYTES);
-        const size = jsonBytes(m) + 1;
-        if (lastId !== null && bytes + size > maxBytes - PAGE_SLACK_BYTES) {
+        const size = jsonBytes(row.message) + 1;
+        if (bytes + size <= budget) {
+          messages.push(row.message);
+          bytes += size;
+          lastId = Number(row.id);
+          continue;
+        }
+        if (lastId !== null || lead.length > 0) {
+          // After the compaction summary: the next page starts at this entry (cursor past the mark).
+          if (lastId === null) return { messages, nextCursor: from };
           cut = true;
           break;
         }
-        messages.push(m);
-        bytes += size;
+        const parts = splitWithinBytes(JSON.stringify(row.message), budget - PART_ENVELOPE_BYTES);
+        const index = Math.min(part ?? 0, parts.length - 1);
+        messages.push({ piHostPart: { index, count: parts.length, json: parts[index] } });
+        if (index + 1 < parts.length) return { messages, nextCursor: from, nextPart: index + 1 };
         lastId = Number(row.id);
+        cut = r.rows.length > 1;
+        break;
       }
       return { messages, nextCursor: cut && lastId !== null ? lastId : null };
     },
