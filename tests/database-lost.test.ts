@@ -4,8 +4,7 @@
 // retriable DATABASE_UNAVAILABLE; an approve's reply tells the truth about its row (approved <=> the
 // reply says approved, and the session then is in Agent); host.status says whether the database is
 // reachable.
-import pg from "pg";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { AppError } from "../services/protocol/app-error.ts";
 import type {
   ProjectView,
@@ -15,31 +14,12 @@ import type {
 } from "../services/protocol/schemas.ts";
 import { eventually } from "./support/stack.ts";
 import { useStack } from "./support/stack-fixture.ts";
-import { ADMIN_URL } from "./support/test-db.ts";
+import { useBackendTerminator } from "./support/db-faults.ts";
 import { promptAndClaim } from "./support/worker-double.ts";
 
 const stack = useStack("dblost", { host: true, extra: { PI_TURN_LEASE_MS: "600000" } });
-let admin: pg.Client;
-
-beforeAll(async () => {
-  admin = new pg.Client({ connectionString: ADMIN_URL });
-  admin.on("error", () => {});
-  await admin.connect();
-});
-afterAll(async () => {
-  await admin?.end();
-});
-
 /** Terminates every backend of the host (not the test's own pool) after `ms`. */
-async function terminateHostBackends(ms: number): Promise<number> {
-  await new Promise((r) => setTimeout(r, ms));
-  const r = await admin.query(
-    `SELECT count(pg_terminate_backend(pid))::int AS n FROM pg_stat_activity
-      WHERE datname = $1 AND application_name LIKE 'pi-host%'`,
-    [stack.db.name],
-  );
-  return r.rows[0].n;
-}
+const terminateHostBackends = useBackendTerminator(stack);
 
 /** The reply: ok, or the code it was refused with (anything but an AppError fails the test). */
 async function outcome<T>(

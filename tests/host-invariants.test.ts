@@ -7,35 +7,21 @@
 // aborted no turn is left running; no side effect exists without its tool_calls row.
 import { readdirSync } from "node:fs";
 import fc from "fast-check";
-import pg from "pg";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { AppError } from "../services/protocol/app-error.ts";
 import type { ProjectView, ProposalView, SessionView, TurnAssignment } from "../services/protocol/schemas.ts";
 import { sandboxWorkspace } from "./support/sandbox.ts";
 import { eventually } from "./support/stack.ts";
 import { useStack } from "./support/stack-fixture.ts";
-import { ADMIN_URL } from "./support/test-db.ts";
+import { useBackendTerminator } from "./support/db-faults.ts";
 import { promptAndClaim } from "./support/worker-double.ts";
 
 const stack = useStack("invariants", { host: true, extra: { PI_TURN_LEASE_MS: "600000" } });
-let admin: pg.Client;
-beforeAll(async () => {
-  admin = new pg.Client({ connectionString: ADMIN_URL });
-  admin.on("error", () => {});
-  await admin.connect();
-});
-afterAll(async () => {
-  await admin?.end();
-});
+const terminate = useBackendTerminator(stack);
 
 /** Terminates the host's backends after `ms` (null: no fault this time). */
 async function fault(ms: number | null): Promise<void> {
-  if (ms === null) return;
-  await new Promise((r) => setTimeout(r, ms));
-  await admin.query(
-    "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1 AND application_name LIKE 'pi-host%'",
-    [stack.db.name],
-  );
+  if (ms !== null) await terminate(ms);
 }
 
 /** A request raced by a fault: its value, or null when refused (only AppErrors are expected). */
@@ -72,7 +58,7 @@ const runArb = fc.record({
 type Run = { kind: "text" | "control" | "nul" | "invalid-utf8"; size: number; faults: Array<number | null> };
 const tally = { runs: 0, outputs: 0, submitted: 0, approved: 0, executed: 0, refusals: 0 };
 
-async function planCycle(ws: string, projectId: string, run: Run, n: number) {
+async function planCycle(projectId: string, run: Run, n: number) {
   const alice = stack.rpc("alice");
   const session = await eventually(() =>
     alice.call<SessionView>("session.create", { projectId, mode: "plan", permissionMode: "auto" }),
@@ -179,7 +165,7 @@ describe("the host under random output and lost database connections", () => {
     let n = 0;
     await fc.assert(
       fc.asyncProperty(runArb, async (run) => {
-        sessions.push(await planCycle(ws, project.id, run, ++n));
+        sessions.push(await planCycle(project.id, run, ++n));
         await invariants(sessions, ws);
         expect(stack.host!.child.pid).toBe(pid);
         expect(stack.host!.child.exitCode).toBeNull();

@@ -64,7 +64,7 @@ describe("a plan is never truncated", () => {
     expect(stack.nc.info!.max_payload).toBeLessThanOrEqual(1024 * 1024);
     const markdown = bigPlan();
     expect(Buffer.byteLength(markdown)).toBe(512 * 1024);
-    const { session, ws } = await newPlanSession(stack, "big", []);
+    const { session } = await newPlanSession(stack, "big", []);
     const events = stack.events(session.id);
     const a = await promptAndClaim(stack, session.id);
     const worker = agentClient({ nc: stack.nc, prefix: stack.env.prefix, timeoutMs: 30_000 });

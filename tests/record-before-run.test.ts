@@ -7,25 +7,16 @@
 import { existsSync } from "node:fs";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
-import type { ToolExecuteResult, TurnAssignment } from "../services/protocol/schemas.ts";
+import type { TurnAssignment } from "../services/protocol/schemas.ts";
 import { sandboxTurn } from "./support/sandbox.ts";
 import { eventually } from "./support/stack.ts";
 import { useStack } from "./support/stack-fixture.ts";
-import { refusalCode } from "./support/worker-double.ts";
+import { executeTool, refusalCode } from "./support/worker-double.ts";
 
 const stack = useStack("recorded", { host: true, extra: { PI_TURN_LEASE_MS: "600000" } });
 
-function exec(a: TurnAssignment, toolCallId: string, tool: string, args: Record<string, unknown>) {
-  return stack.agent.call<ToolExecuteResult>("tools.execute", {
-    sessionId: a.sessionId,
-    turnId: a.turnId,
-    token: a.token,
-    toolCallId,
-    tool,
-    args,
-    batch: [{ toolCallId, tool }],
-  });
-}
+const exec = (a: TurnAssignment, toolCallId: string, tool: string, args: Record<string, unknown>) =>
+  executeTool(stack, a, toolCallId, tool, args);
 
 const rowsOf = async (sql: string, params: unknown[]) => (await stack.db.pool.query(sql, params)).rows;
 const toolRows = (turnId: string) =>

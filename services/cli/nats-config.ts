@@ -14,8 +14,9 @@ import {
   WORKER_QUEUE,
   workerCancelWildcard,
 } from "../protocol/subjects.ts";
-import { PREFIX_TOKEN, SUBJECT_TOKEN } from "../protocol/tokens.ts";
+import { PREFIX_TOKEN } from "../protocol/tokens.ts";
 import { UsageError } from "./cli-error.ts";
+import { type Fail, isMapping, list, mapping, show, token } from "../protocol/config-fields.ts";
 
 export interface Team {
   /** The subject prefix (`PI_PREFIX`). */
@@ -91,36 +92,6 @@ const _everyWorkerMethod: [Exclude<AgentMethod, (typeof WORKER_REQUESTS)[number]
 
 // ---------------------------------------------------------------------------------------------
 // Reading the team file
-
-type Fail = (at: string, message: string) => never;
-
-const show = (v: unknown): string => {
-  const s = JSON.stringify(v) ?? String(v);
-  return s.length > 80 ? `${s.slice(0, 77)}...` : s;
-};
-
-function isMapping(v: unknown): v is Record<string, unknown> {
-  return typeof v === "object" && v !== null && !Array.isArray(v);
-}
-
-function mapping(fail: Fail, at: string, v: unknown, keys: readonly string[]): Record<string, unknown> {
-  if (!isMapping(v)) fail(at, `expected a mapping with ${keys.join(", ")}, got ${show(v)}`);
-  for (const k of Object.keys(v))
-    if (!keys.includes(k)) fail(at ? `${at}.${k}` : k, `unknown key (allowed: ${keys.join(", ")})`);
-  return v;
-}
-
-function list(fail: Fail, at: string, v: unknown): unknown[] {
-  if (v === undefined || v === null) return [];
-  if (!Array.isArray(v)) fail(at, `expected a list, got ${show(v)}`);
-  return v;
-}
-
-function token(fail: Fail, at: string, v: unknown, what: string): string {
-  if (typeof v !== "string" || !SUBJECT_TOKEN.test(v))
-    fail(at, `${show(v)} is not a valid ${what} (1 to 64 of A-Z a-z 0-9 _ -)`);
-  return v;
-}
 
 function bool(fail: Fail, at: string, v: unknown): boolean {
   if (typeof v !== "boolean") fail(at, `expected true or false, got ${show(v)}`);

@@ -4,6 +4,7 @@
 import path from "node:path";
 import { parseDocument } from "yaml";
 import { SUBJECT_TOKEN } from "../../protocol/tokens.ts";
+import { type Fail, list, mapping, show, token } from "../../protocol/config-fields.ts";
 
 /** Stands for the caller's principal in a granted folder (`/srv/work/{principal}`). */
 export const PRINCIPAL_PLACEHOLDER = "{principal}";
@@ -74,39 +75,6 @@ export function foldersFor(access: WorkspaceAccess, principal: string): string[]
     if (!out.includes(folder)) out.push(folder);
   }
   return out;
-}
-
-type Fail = (at: string, message: string) => never;
-
-const show = (v: unknown): string => {
-  const s = JSON.stringify(v) ?? String(v);
-  return s.length > 80 ? `${s.slice(0, 77)}...` : s;
-};
-
-/** A mapping whose keys are among `keys` (null: any key). */
-function mapping(
-  fail: Fail,
-  at: string,
-  v: unknown,
-  keys: readonly string[] | null,
-): Record<string, unknown> {
-  const what = keys ? `a mapping with ${keys.join(", ")}` : "a mapping";
-  if (typeof v !== "object" || v === null || Array.isArray(v)) fail(at, `expected ${what}, got ${show(v)}`);
-  for (const k of Object.keys(v))
-    if (keys && !keys.includes(k)) fail(at ? `${at}.${k}` : k, `unknown key (allowed: ${keys.join(", ")})`);
-  return v as Record<string, unknown>;
-}
-
-function list(fail: Fail, at: string, v: unknown): unknown[] {
-  if (v === undefined || v === null) return [];
-  if (!Array.isArray(v)) fail(at, `expected a list, got ${show(v)}`);
-  return v;
-}
-
-function token(fail: Fail, at: string, v: unknown, what: string): string {
-  if (typeof v !== "string" || !SUBJECT_TOKEN.test(v))
-    fail(at, `${show(v)} is not a valid ${what} (1 to 64 of A-Z a-z 0-9 _ -)`);
-  return v;
 }
 
 /**
