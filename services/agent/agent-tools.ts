@@ -65,6 +65,28 @@ export function toAgentToolResult(result: ToolExecuteResult): AgentToolResult<Re
   return out;
 }
 
+/** Tools made for names the model called without being offered them (never sent to the model). */
+const forwarders = new WeakSet<AgentTool>();
+
+/** Whether `tool` only forwards a call the model was not offered (see forwarderFor). */
+export function isForwarder(tool: AgentTool): boolean {
+  return forwarders.has(tool);
+}
+
+/**
+ * A tool for a name the model invented (or was offered before a mode switch): its call still goes
+ * to `tools.execute`, so the host decides it (TOOL_NOT_FOUND, TOOL_DISABLED_IN_PLAN, ...), records
+ * and audits it, and people see the refusal; the worker decides nothing itself.
+ */
+export function forwarderFor(name: string, deps: HostToolsDeps): AgentTool {
+  const [tool] = buildHostTools(
+    [{ name, description: "not offered: the host decides", parameters: { type: "object" } }],
+    deps,
+  );
+  forwarders.add(tool!);
+  return tool!;
+}
+
 /** AgentTools for the given specs; parameters stay the host's plain JSON schema. */
 export function buildHostTools(specs: readonly ToolSpec[], deps: HostToolsDeps): AgentTool[] {
   return specs.map((spec) => ({

@@ -1,14 +1,14 @@
 // Runs one claimed turn: fetches the context, keeps the lease alive, drives the pi Agent, appends
 // the transcript and ends the turn. Everything goes through the host's agent methods over NATS.
-import { Agent, type AgentMessage } from "@mariozechner/pi-agent-core";
-import type { Api, Model } from "@mariozechner/pi-ai";
+import { Agent, type AgentMessage, type AgentTool, type StreamFn } from "@mariozechner/pi-agent-core";
+import { type Api, type Model, streamSimple } from "@mariozechner/pi-ai";
 import type { NatsConnection, Subscription } from "@nats-io/nats-core";
 import { isAppError } from "../protocol/app-error.ts";
 import { errorFields, type Logger } from "../protocol/log.ts";
 import type { TypedAgentClient } from "../protocol/rpc-client.ts";
 import type { OperatingMode, ToolExecuteResult, ToolSpec, TurnAssignment } from "../protocol/schemas.ts";
 import { turnCancelSubject } from "../protocol/subjects.ts";
-import { buildHostTools, type ToolCallRequest } from "./agent-tools.ts";
+import { buildHostTools, forwarderFor, isForwarder, type ToolCallRequest } from "./agent-tools.ts";
 import { callBounded, createPartJoiner } from "./bounded-call.ts";
 import { resolveModel } from "./model-resolver.ts";
 
@@ -221,23 +221,33 @@ export function startTurn(assignment: TurnAssignment, deps: TurnRunnerDeps): Run
         }
       }
     };
-    const toolsFor = (specs: readonly ToolSpec[]) =>
-      buildHostTools(specs, {
-        getMessages: () => a.state.messages,
-        execute: executeTool,
-        onNext: (next) => {
-          pendingNext = next;
-        },
-        onRefusal: (code) => {
-          if (code === "TURN_TOKEN_INVALID") abort("turn token no longer valid");
-        },
-      });
+    const toolDeps = {
+      getMessages: () => a.state.messages,
+      execute: executeTool,
+      onNext: (next: NonNullable<ToolExecuteResult["next"]>) => {
+        pendingNext = next;
+      },
+      onRefusal: (code: string) => {
+        if (code === "TURN_TOKEN_INVALID") abort("turn token no longer valid");
+      },
+    };
+    const toolsFor = (specs: readonly ToolSpec[]) => buildHostTools(specs, toolDeps);
+
+    // The tool list of the model call in flight (the loop's own array): a name the model calls
+    // that is not in it gets a forwarder there, so the host decides that call too; forwarders are
+    // never offered to the model (docs/protocol.md "Agent-worker protocol").
+    let callTools: AgentTool[] | undefined;
+    const streamFn: StreamFn = (m, llmContext, options) => {
+      callTools = llmContext.tools as AgentTool[] | undefined;
+      return streamSimple(m, { ...llmContext, tools: callTools?.filter((t) => !isForwarder(t)) }, options);
+    };
 
     const a = new Agent({
       initialState: { systemPrompt: assignment.systemPrompt, model, tools: [], messages: context },
       toolExecution: "sequential",
       sessionId,
       getApiKey,
+      streamFn,
     });
     a.state.tools = toolsFor(assignment.tools);
     agent = a;
@@ -246,6 +256,10 @@ export function startTurn(assignment: TurnAssignment, deps: TurnRunnerDeps): Run
       if (event.type !== "message_end") return;
       const message = event.message;
       if (message.role !== "assistant" && message.role !== "toolResult") return;
+      if (message.role === "assistant" && callTools)
+        for (const c of message.content)
+          if (c.type === "toolCall" && !callTools.some((t) => t.name === c.name))
+            callTools.push(forwarderFor(c.name, toolDeps));
       try {
         // pi-ai messages are plain JSON objects: the wire type is a record.
         const wire = message as unknown as Record<string, unknown>;
