@@ -158,7 +158,9 @@ describe("each sandbox has its own bounds", () => {
         console.log(
           `Bash true p50: baseline ${baseline.toFixed(0)} ms, under attack ${loaded.toFixed(0)} ms`,
         );
-        expect(loaded).toBeLessThan(2 * baseline);
+        // Within 3x: on 2 cores B shares the core the attack's quota leaves with the host and the
+        // test (2x was measured at 2.06x once in CI); without the bounds B takes seconds.
+        expect(loaded).toBeLessThan(3 * baseline);
         expect(oomKills()).toBeGreaterThan(0);
         const peakFile = bounds.kind === "cgroup2" ? "memory.peak" : "memory.max_usage_in_bytes";
         const peak = readIn(dirs, peakFile);
