@@ -1,3 +1,6 @@
+import { mkdtempSync, writeFileSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
 import { describe, expect, it } from "vitest";
 import { readAgentConfig } from "./agent-config.ts";
 
@@ -55,5 +58,23 @@ describe("readAgentConfig", () => {
     expect(() => readAgentConfig({ PI_DEV_MODE: "1", PI_WORKER_CONCURRENCY: "0" })).toThrow();
     expect(() => readAgentConfig({ PI_DEV_MODE: "1", PI_PREFIX: "a.b" })).toThrow();
     expect(() => readAgentConfig({ PI_DEV_MODE: "1", PI_WORKER_ID: "has space" })).toThrow();
+  });
+
+  it("reads PI_MODELS_JSON (unset: built-ins only); a bad file refuses the start naming the key", () => {
+    expect(readAgentConfig({ PI_DEV_MODE: "1" }).models.source).toBeUndefined();
+    const dir = mkdtempSync(path.join(os.tmpdir(), "agent-config-"));
+    const file = path.join(dir, "models.json");
+    const provider = { baseUrl: "http://127.0.0.1:1/v1", api: "openai-completions", apiKey: "LOCAL_KEY" };
+    writeFileSync(file, JSON.stringify({ providers: { local: { ...provider, models: [{ id: "m" }] } } }));
+    const c = readAgentConfig({ PI_DEV_MODE: "1", PI_MODELS_JSON: file, LOCAL_KEY: "k" });
+    expect(c.models).toMatchObject({ source: file, fileProviders: ["local"], warnings: [] });
+    expect(c.models.lookup("local", "m")).toMatchObject({ ok: true, apiKey: "k" });
+    writeFileSync(
+      file,
+      JSON.stringify({ providers: { local: { ...provider, models: [{ id: "m", extra: 1 }] } } }),
+    );
+    expect(() => readAgentConfig({ PI_DEV_MODE: "1", PI_MODELS_JSON: file })).toThrow(
+      /providers\.local\.models\[0\]\.extra: unknown key/,
+    );
   });
 });

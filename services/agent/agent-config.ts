@@ -3,18 +3,21 @@
 import { randomBytes } from "node:crypto";
 import { type BusEnv, DEFAULT_NATS_URL, positiveIntEnv, readBusEnv } from "../protocol/process-env.ts";
 import { SUBJECT_TOKEN } from "../protocol/subjects.ts";
+import { loadModelsConfig, type ModelRegistry } from "./models-config.ts";
 
 export interface AgentWorkerConfig extends BusEnv {
   workerId: string;
   concurrency: number;
   /** Where the scripted provider appends one JSON line per model call; undefined = no log. */
   scriptedCallLog: string | undefined;
+  /** The model catalogue: pi-ai's built-ins, with PI_MODELS_JSON's providers over them. */
+  models: ModelRegistry;
 }
 
 export { DEFAULT_NATS_URL };
 export const DEFAULT_CONCURRENCY = 4;
 
-/** Reads the worker's settings; throws (refusing to start) on anything doubtful. */
+/** Reads the worker's settings and its models.json; throws (refusing to start) on anything doubtful. */
 export function readAgentConfig(env: NodeJS.ProcessEnv = process.env): AgentWorkerConfig {
   const bus = readBusEnv(env, "pi-host agent worker");
   // Outside development mode the worker's bus identity is its NATS user: its inbox (`_INBOX_<id>`)
@@ -33,5 +36,6 @@ export function readAgentConfig(env: NodeJS.ProcessEnv = process.env): AgentWork
     workerId,
     concurrency: positiveIntEnv(env, "PI_WORKER_CONCURRENCY", DEFAULT_CONCURRENCY),
     scriptedCallLog: env.PI_SCRIPTED_CALL_LOG || undefined,
+    models: loadModelsConfig(env.PI_MODELS_JSON || undefined, env),
   };
 }

@@ -1,8 +1,12 @@
-// Picks the pi-ai model for a turn's ModelConfig: the scripted provider, or a real provider whose API
-// key comes from this worker's environment. A config that cannot run is a value, not a throw.
-import { type Api, getEnvApiKey, getModel, type KnownProvider, type Model } from "@mariozechner/pi-ai";
+// Picks the pi-ai model for a turn's ModelConfig: the scripted provider, or a model of the worker's
+// catalogue (models-config.ts). The client's config names provider and model only; endpoint, headers
+// and key come from the catalogue. A config that cannot run is a value with a code, not a throw.
+import type { Api, Model } from "@mariozechner/pi-ai";
 import type { ModelConfig } from "../protocol/schemas.ts";
+import { builtInModels, type ModelRegistry } from "./models-config.ts";
 import { createScriptedModel, SCRIPTED_PROVIDER, scriptFor } from "./scripted-provider.ts";
+
+export const MODEL_NOT_CONFIGURED = "MODEL_NOT_CONFIGURED";
 
 export type ResolvedModel =
   | {
@@ -12,7 +16,7 @@ export type ResolvedModel =
       /** Releases what the model registered (the scripted provider's registry entry). */
       dispose(): void;
     }
-  | { ok: false; error: string };
+  | { ok: false; code: typeof MODEL_NOT_CONFIGURED; error: string };
 
 export interface ModelTurnContext {
   sessionId: string;
@@ -20,15 +24,32 @@ export interface ModelTurnContext {
   scriptedCallLog?: string | undefined;
 }
 
+/**
+ * The catalogue resolveModel uses when its caller passes none. main.ts installs the one it read at
+ * start; until the turn runner passes its own (`deps.models`), this is how it reaches a turn.
+ */
+let workerModels: ModelRegistry = builtInModels();
+
+/** Installs the catalogue this process read at start (PI_MODELS_JSON). */
+export function installWorkerModels(models: ModelRegistry): void {
+  workerModels = models;
+}
+
+function notConfigured(error: string): ResolvedModel {
+  // The code leads the text: turn.end carries only the text until the code travels on its own.
+  return { ok: false, code: MODEL_NOT_CONFIGURED, error: `${MODEL_NOT_CONFIGURED}: ${error}` };
+}
+
 /** Resolves the model; refuses an unknown provider/model or a provider without an API key. */
-export function resolveModel(config: ModelConfig, turn: ModelTurnContext): ResolvedModel {
+export function resolveModel(
+  config: ModelConfig,
+  turn: ModelTurnContext,
+  models: ModelRegistry = workerModels,
+): ResolvedModel {
   if (config.provider === SCRIPTED_PROVIDER) {
     const script = scriptFor(config);
     if (!script) {
-      return {
-        ok: false,
-        error: `scripted model "${config.model}" has no script (only "demo" has a built-in one)`,
-      };
+      return notConfigured(`scripted model "${config.model}" has no script (only "demo" has a built-in one)`);
     }
     const scripted = createScriptedModel({
       sessionId: turn.sessionId,
@@ -39,13 +60,25 @@ export function resolveModel(config: ModelConfig, turn: ModelTurnContext): Resol
     });
     return { ok: true, model: scripted.model, getApiKey: undefined, dispose: scripted.unregister };
   }
-  const model = getModel(config.provider as KnownProvider, config.model as never) as Model<Api> | undefined;
-  if (!model) return { ok: false, error: `unknown model ${config.provider}/${config.model}` };
-  if (!getEnvApiKey(config.provider)) {
-    return {
-      ok: false,
-      error: `no API key for provider ${config.provider} in the agent worker's environment`,
-    };
+  const found = models.lookup(config.provider, config.model);
+  if (!found.ok) {
+    // The text reaches the client: it names the setting, never the worker's file path.
+    const where = models.source
+      ? " (neither in the worker's PI_MODELS_JSON nor built into pi-ai)"
+      : " (the worker has no PI_MODELS_JSON; not built into pi-ai)";
+    return notConfigured(`${found.error}${found.reason === "unknown-provider" ? where : ""}`);
   }
-  return { ok: true, model, getApiKey: (provider) => getEnvApiKey(provider), dispose: () => {} };
+  const { model, apiKey } = found;
+  if (!apiKey) {
+    return notConfigured(
+      `no API key for provider ${config.provider} in the agent worker's configuration (apiKey in PI_MODELS_JSON, or the provider's usual environment variable)`,
+    );
+  }
+  // The key answers for this model's provider only; pi's loop asks with model.provider.
+  return {
+    ok: true,
+    model,
+    getApiKey: (provider) => (provider === model.provider ? apiKey : undefined),
+    dispose: () => {},
+  };
 }

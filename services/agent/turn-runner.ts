@@ -10,6 +10,7 @@ import type { OperatingMode, ToolExecuteResult, ToolSpec, TurnAssignment } from 
 import { turnCancelSubject } from "../protocol/subjects.ts";
 import { buildHostTools, forwarderFor, isForwarder, type ToolCallRequest } from "./agent-tools.ts";
 import { callBounded, createPartJoiner } from "./bounded-call.ts";
+import { createDeltaSender } from "./delta-sender.ts";
 import { resolveModel } from "./model-resolver.ts";
 
 export const CONTEXT_PAGE_LIMIT = 200;
@@ -251,11 +252,20 @@ export function startTurn(assignment: TurnAssignment, deps: TurnRunnerDeps): Run
     });
     a.state.tools = toolsFor(assignment.tools);
     agent = a;
-    // Listeners are awaited: the host has the assistant message before any of its tools runs.
+    // Streamed text and thinking reach people as they arrive (delta-sender.ts); the final message
+    // follows them. Listeners are awaited: the host has the assistant message before its tools run.
+    const deltas = createDeltaSender({ client: deps.client, turnId, token });
     a.subscribe(async (event) => {
+      if (event.type === "message_update") {
+        const e = event.assistantMessageEvent;
+        if (e.type === "text_delta") deltas.push("text", e.delta);
+        else if (e.type === "thinking_delta") deltas.push("thinking", e.delta);
+        return;
+      }
       if (event.type !== "message_end") return;
       const message = event.message;
       if (message.role !== "assistant" && message.role !== "toolResult") return;
+      if (message.role === "assistant") await deltas.flush();
       if (message.role === "assistant" && callTools)
         for (const c of message.content)
           if (c.type === "toolCall" && !callTools.some((t) => t.name === c.name))

@@ -74,6 +74,7 @@ describe("the permissions of each role", () => {
       "turn.end",
       "tools.execute",
       "body.part",
+      "delta",
       "hello",
     ].map((m) => `tp.agent.${m}`);
     expect(Object.keys(byName)).toEqual(["h1", "h1-rpc", "w", "w2", "plug", "alice", "bob", "root"]);
@@ -81,7 +82,7 @@ describe("the permissions of each role", () => {
       name: "alice",
       role: "person",
       publish: { allow: ["tp.rpc.alice.>"] },
-      subscribe: ["tp.evt.alice.>", "_INBOX_alice.>"],
+      subscribe: ["tp.evt.alice.>", "tp.live.alice.>", "_INBOX_alice.>"],
     });
     expect(byName.root?.publish).toEqual({ allow: ["tp.rpc.root.>", "$SRV.>"] });
     expect(byName.w).toEqual({
@@ -100,7 +101,9 @@ describe("the permissions of each role", () => {
     expect(byName.h1).toEqual({
       name: "h1",
       role: "host",
-      publish: { allow: ["tp.evt.>", "tp.agent.offer", "tp.agent.cancel.>", "tp.plugin.>", "$JS.API.>"] },
+      publish: {
+        allow: ["tp.evt.>", "tp.live.>", "tp.agent.offer", "tp.agent.cancel.>", "tp.plugin.>", "$JS.API.>"],
+      },
       subscribe: ["_INBOX_h1.>"],
     });
     expect(byName["h1-rpc"]).toEqual({

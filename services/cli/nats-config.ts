@@ -83,6 +83,7 @@ const WORKER_REQUESTS = [
   "turn.end",
   "tools.execute",
   "body.part",
+  "delta",
   "hello",
 ] as const satisfies ReadonlyArray<AgentMethod | "hello">;
 // A worker method added to the contract without a permission here does not compile.
@@ -361,7 +362,14 @@ export function natsUsers(team: Team): NatsUser[] {
       name: host,
       role: "host",
       publish: {
-        allow: [eventWildcard(P), agent("offer"), `${P}.agent.cancel.>`, `${P}.plugin.>`, "$JS.API.>"],
+        allow: [
+          eventWildcard(P),
+          `${P}.live.>`,
+          agent("offer"),
+          `${P}.agent.cancel.>`,
+          `${P}.plugin.>`,
+          "$JS.API.>",
+        ],
       },
       subscribe: [`${inboxPrefix(host)}.>`],
     });
@@ -396,7 +404,7 @@ export function natsUsers(team: Team): NatsUser[] {
       name: p.name,
       role: p.admin ? "admin" : "person",
       publish: { allow: [rpcSubject(P, p.name, ">"), ...(p.admin ? ["$SRV.>"] : [])] },
-      subscribe: [`${P}.evt.${p.name}.>`, `${inboxPrefix(p.name)}.>`],
+      subscribe: [`${P}.evt.${p.name}.>`, `${P}.live.${p.name}.>`, `${inboxPrefix(p.name)}.>`],
     });
   }
   return users;
@@ -429,12 +437,12 @@ function header(team: Team): string[] {
     "# (client option inboxPrefix `_INBOX_<user>`); there is no shared `_INBOX.>` and no no_auth_user.",
     "#",
     `# Rules (prefix ${P}):`,
-    `# - person N: publish ${P}.rpc.N.> (admins also $SRV.>); subscribe ${P}.evt.N.>, _INBOX_N.>.`,
+    `# - person N: publish ${P}.rpc.N.> (admins also $SRV.>); subscribe ${P}.evt.N.>, ${P}.live.N.>, _INBOX_N.>.`,
     `# - worker W: publish ${P}.agent.{${WORKER_REQUESTS.join(",")}};`,
     `#   subscribe ${P}.agent.offer in queue group workers only, ${P}.agent.cancel.W.>, _INBOX_W.>.`,
     `# - plugin user with id I: subscribe ${P}.plugin.I.>; publishes nothing but one reply to each`,
     "#   request it received (allow_responses, within nats-server's default 2 minutes).",
-    `# - host H: publish ${P}.evt.>, ${P}.agent.offer, ${P}.agent.cancel.>, ${P}.plugin.>, $JS.API.>;`,
+    `# - host H: publish ${P}.evt.>, ${P}.live.>, ${P}.agent.offer, ${P}.agent.cancel.>, ${P}.plugin.>, $JS.API.>;`,
     "#   subscribe _INBOX_H.>.",
     `# - host rpc user H-rpc: subscribe ${P}.rpc.>, the worker requests above, $SRV.>; publish only`,
     "#   _INBOX_x.> of every person and worker x (no JetStream, no events, no cancels).",

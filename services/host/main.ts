@@ -8,6 +8,7 @@ import { inboxPrefix } from "../protocol/subjects.ts";
 import { createAgentApi, workerOfRequest } from "./bus/agent-api.ts";
 import { createRefusalRecorder } from "./bus/reply-rules.ts";
 import { createBodyParts } from "./bus/body-parts.ts";
+import { createLiveOutput } from "./sessions/live-output.ts";
 import { appendAudit } from "./store/audit-log.ts";
 import { createAuditApi } from "./bus/audit-api.ts";
 import { afterEvents, createEventsApi } from "./bus/events-api.ts";
@@ -304,6 +305,16 @@ async function main(): Promise<void> {
         tools,
         maxPageBytes: Math.floor(maxPayload / 2),
         parts: createBodyParts({ clock }),
+        live: createLiveOutput({
+          nc,
+          prefix: config.prefix,
+          clock,
+          log,
+          audienceOf: async (sessionId) => {
+            const row = await sessions.getRow(db, sessionId);
+            return { sessionId, owner: row.owner, approvers: row.approvers };
+          },
+        }),
       }),
     ),
     test: hooks.test,

@@ -52,6 +52,26 @@ export const BodyPartParams = Type.Object(
 export type BodyPartParams = Static<typeof BodyPartParams>;
 export const BodyPartResult = Type.Object({ partId: Type.String(), received: Type.Integer() });
 
+/** The most characters one streamed delta (or one coalesced live message) carries. */
+export const MAX_DELTA_CHARS = 16 * 1024;
+
+/**
+ * Streamed model output of the turn (docs/protocol.md "Live output"): text or thinking as it
+ * arrives, in order (`index` counts this turn's deltas from 0). Not stored; the final `message`
+ * event is.
+ */
+export const DeltaParams = Type.Object(
+  {
+    ...TurnAuth,
+    index: Type.Integer({ minimum: 0, maximum: Number.MAX_SAFE_INTEGER }),
+    kind: Type.Union([Type.Literal("text"), Type.Literal("thinking")]),
+    text: Type.String({ minLength: 1, maxLength: MAX_DELTA_CHARS }),
+  },
+  { additionalProperties: false },
+);
+export type DeltaParams = Static<typeof DeltaParams>;
+export const DeltaResult = Type.Object({ ok: Type.Boolean() });
+
 /** A request whose body was sent in parts (BodyPartParams) under `bodyParts`. */
 export const BodyPartsRef = Type.Object({ ...TurnAuth, bodyParts: Id }, { additionalProperties: false });
 

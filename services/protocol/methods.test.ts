@@ -82,6 +82,7 @@ describe("METHODS", () => {
       "heartbeat",
       "tools.execute",
       "turn.end",
+      "delta",
       "body.part",
     ]);
     for (const m of CLIENT_METHODS) expect(METHODS[m].caller).toBe("person");

@@ -8,6 +8,8 @@ import {
   AppendResult,
   BodyPartParams,
   BodyPartResult,
+  DeltaParams,
+  DeltaResult,
   ClaimParams,
   ContextPage,
   ContextParams,
@@ -300,6 +302,8 @@ export const METHODS = {
     result: ToolExecuteResult,
   },
   "turn.end": { ...worker("token", TOKEN), params: TurnEndParams, result: TurnEndResult },
+  // Streamed model output, published live to people (docs/protocol.md "Live output").
+  delta: { ...worker("token", TOKEN), params: DeltaParams, result: DeltaResult },
   // One part of a body too big for one message; the request then names it (docs/protocol.md).
   "body.part": {
     ...worker("token", [...TOKEN, "INVALID_PARAMS"]),

@@ -19,6 +19,7 @@ export {
   AppendParams,
   BodyPartParams,
   BodyPartsRef,
+  DeltaParams,
   ClaimParams,
   ContextParams,
   HeartbeatParams,

@@ -61,6 +61,15 @@ export function eventSubject(prefix: string, principal: string, sessionId: strin
   return `${prefix}.evt.${principal}.${sessionId}.${type}`;
 }
 
+/**
+ * Live model output of one session for one principal, `<prefix>.live.<principal>.<sessionId>.delta`:
+ * published as it arrives, kept by no stream and numbered by no event sequence (docs/protocol.md
+ * "Live output"); the durable `message` event follows.
+ */
+export function liveSubject(prefix: string, principal: string, sessionId: string): string {
+  return `${prefix}.live.${principal}.${sessionId}.delta`;
+}
+
 /** Every event of one session as seen by one principal. */
 export function sessionEventsWildcard(prefix: string, principal: string, sessionId: string): string {
   return `${prefix}.evt.${principal}.${sessionId}.>`;

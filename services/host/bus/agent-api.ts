@@ -10,6 +10,7 @@ import {
   BodyPartParams,
   BodyPartsRef,
   ClaimParams,
+  DeltaParams,
   ContextParams,
   decodeParams,
   HeartbeatParams,
@@ -18,6 +19,7 @@ import {
 } from "../../protocol/schemas.ts";
 import { type AgentMethod, SUBJECT_TOKEN } from "../../protocol/subjects.ts";
 import type { Audience, EventPublisher } from "../sessions/event-publisher.ts";
+import type { LiveOutput } from "../sessions/live-output.ts";
 import type { SessionSupervisor } from "../sessions/session-supervisor.ts";
 import { textOf, type ToolPipeline } from "../sessions/tool-pipeline.ts";
 import type { Lease, TurnDispatcher } from "../sessions/turn-dispatcher.ts";
@@ -58,6 +60,8 @@ export function createAgentApi(deps: {
   maxPageBytes?: number;
   /** Bodies too big for one message, sent in parts (body-parts.ts). */
   parts?: BodyParts;
+  /** Streamed model output, published live (sessions/live-output.ts); none: deltas are accepted and dropped. */
+  live?: Pick<LiveOutput, "push">;
 }): Record<AgentMethod, AgentHandler> {
   const { db, sessions, supervisor, dispatcher, events } = deps;
   const parts = deps.parts ?? createBodyParts({ clock: { now: Date.now, date: () => new Date() } as Clock });
@@ -177,6 +181,13 @@ export function createAgentApi(deps: {
       return deps.tools.execute(lease, decodeParams(ToolsExecuteParams, { ...body, args: {} }), {
         argsProblem: bad,
       });
+    },
+
+    delta: async (params) => {
+      const lease = authorize(params);
+      const p = decodeParams(DeltaParams, sanitizeText(params).value);
+      deps.live?.push(lease.sessionId, lease.turnId, p.kind, p.text);
+      return { ok: true };
     },
 
     "body.part": async (params) => {
