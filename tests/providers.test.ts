@@ -185,18 +185,13 @@ describe("models from PI_MODELS_JSON against local servers", () => {
     const before = openai.requests.length;
     const { ended } = await promptTurn(session, "Anyone there?");
 
-    expect(ended.status).toBe("error");
-    // TODO(lead): once turn.end carries the resolver's code, assert `code: "MODEL_NOT_CONFIGURED"`
-    // here (today the host reports TOOL_FAILED with the worker's text as the reason).
-    expect(ended.reason).toMatch(
-      /^MODEL_NOT_CONFIGURED: model "not-in-the-file" is not one of provider local-openai's/,
-    );
+    expect(ended).toMatchObject({ status: "error", code: "MODEL_NOT_CONFIGURED" });
+    expect(ended.reason).toMatch(/^model "not-in-the-file" is not one of provider local-openai's/);
     expect(openai.requests.length).toBe(before);
   });
 
-  // Until turn.end carries the provider failure code (provider-errors.ts), the client sees pi-ai's
-  // text as the reason; these pin that text, which classifyProviderFailure is tested against.
-  it("a provider's 401 ends the turn with the provider's status and message", async () => {
+  // The turn carries the code (provider-errors.ts) and pi-ai's text of the provider's answer.
+  it("a provider's 401 ends the turn PROVIDER_UNAUTHORIZED with the provider's status and message", async () => {
     const session = await agentSession("openai-401", { provider: "local-openai", model: "qwen2.5-coder:7b" });
     openai.reply({
       kind: "error",
@@ -210,13 +205,21 @@ describe("models from PI_MODELS_JSON against local servers", () => {
       },
     });
     const { ended } = await promptTurn(session, "Hello?");
-    expect(ended).toMatchObject({ status: "error", reason: "401 Incorrect API key provided: ollama." });
+    expect(ended).toMatchObject({
+      status: "error",
+      code: "PROVIDER_UNAUTHORIZED",
+      reason: "401 Incorrect API key provided: ollama.",
+    });
   });
 
-  it("a server that refuses connections ends the turn with pi-ai's connection error", async () => {
+  it("a server that refuses connections ends the turn PROVIDER_UNREACHABLE", async () => {
     const session = await agentSession("refused", { provider: "local-down", model: "nobody-home" });
     const { ended } = await promptTurn(session, "Hello?");
-    expect(ended).toMatchObject({ status: "error", reason: "Connection error." });
+    expect(ended).toMatchObject({
+      status: "error",
+      code: "PROVIDER_UNREACHABLE",
+      reason: "Connection error.",
+    });
   });
 
   it("a worker whose models.json uses pi's command form refuses to start, naming the key", async () => {

@@ -8,6 +8,7 @@ import { decodeJson } from "../protocol/envelope.ts";
 import { decodeParams, type TurnAssignment, TurnOffer } from "../protocol/schemas.ts";
 import { agentSubject, PROTOCOL_VERSION, WORKER_QUEUE } from "../protocol/subjects.ts";
 import { type RunningTurn, startTurn } from "./turn-runner.ts";
+import { builtInModels, type ModelRegistry } from "./models-config.ts";
 
 export interface AgentWorkerOptions {
   nc: NatsConnection;
@@ -16,6 +17,8 @@ export interface AgentWorkerOptions {
   concurrency: number;
   log: Logger;
   scriptedCallLog?: string | undefined;
+  /** The models this worker can run: pi-ai's built-ins and PI_MODELS_JSON (models-config.ts). */
+  models?: ModelRegistry;
   /** Reply timeout of control calls (claim, context, append, heartbeat, turn.end). */
   callTimeoutMs?: number;
   /** Reply timeout of tools.execute (a tool may wait for a person's permission). */
@@ -83,6 +86,7 @@ export function createAgentWorker(opts: AgentWorkerOptions) {
       toolClient,
       log,
       scriptedCallLog: opts.scriptedCallLog,
+      models: opts.models ?? builtInModels(),
     });
     running.set(turn.turnId, turn);
     void turn.done.finally(() => running.delete(turn.turnId));

@@ -4,7 +4,6 @@ import { connect } from "@nats-io/transport-node";
 import { errorFields, createLogger } from "../protocol/log.ts";
 import { type AgentWorkerConfig, readAgentConfig } from "./agent-config.ts";
 import { createAgentWorker } from "./agent-worker.ts";
-import { installWorkerModels } from "./model-resolver.ts";
 import { inboxPrefix } from "../protocol/subjects.ts";
 
 const log = createLogger("agent");
@@ -17,7 +16,6 @@ async function main(): Promise<void> {
     log.error("worker.config_invalid", errorFields(err));
     process.exit(1);
   }
-  installWorkerModels(config.models);
   log.info("worker.models", { file: config.models.source ?? null, providers: config.models.fileProviders });
   for (const warning of config.models.warnings) log.warn("worker.models_warning", { warning });
   if (config.devMode) {
@@ -43,6 +41,7 @@ async function main(): Promise<void> {
     concurrency: config.concurrency,
     log,
     scriptedCallLog: config.scriptedCallLog,
+    models: config.models,
   });
 
   let shuttingDown = false;

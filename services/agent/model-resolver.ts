@@ -24,27 +24,15 @@ export interface ModelTurnContext {
   scriptedCallLog?: string | undefined;
 }
 
-/**
- * The catalogue resolveModel uses when its caller passes none. main.ts installs the one it read at
- * start; until the turn runner passes its own (`deps.models`), this is how it reaches a turn.
- */
-let workerModels: ModelRegistry = builtInModels();
-
-/** Installs the catalogue this process read at start (PI_MODELS_JSON). */
-export function installWorkerModels(models: ModelRegistry): void {
-  workerModels = models;
-}
-
 function notConfigured(error: string): ResolvedModel {
-  // The code leads the text: turn.end carries only the text until the code travels on its own.
-  return { ok: false, code: MODEL_NOT_CONFIGURED, error: `${MODEL_NOT_CONFIGURED}: ${error}` };
+  return { ok: false, code: MODEL_NOT_CONFIGURED, error };
 }
 
 /** Resolves the model; refuses an unknown provider/model or a provider without an API key. */
 export function resolveModel(
   config: ModelConfig,
   turn: ModelTurnContext,
-  models: ModelRegistry = workerModels,
+  models: ModelRegistry,
 ): ResolvedModel {
   if (config.provider === SCRIPTED_PROVIDER) {
     const script = scriptFor(config);

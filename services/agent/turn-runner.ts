@@ -11,6 +11,9 @@ import { turnCancelSubject } from "../protocol/subjects.ts";
 import { buildHostTools, forwarderFor, isForwarder, type ToolCallRequest } from "./agent-tools.ts";
 import { callBounded, createPartJoiner } from "./bounded-call.ts";
 import { createDeltaSender } from "./delta-sender.ts";
+import type { ModelRegistry } from "./models-config.ts";
+import { classifyProviderFailure } from "./provider-errors.ts";
+import type { TurnFailureCode } from "../protocol/agent-schemas.ts";
 import { resolveModel } from "./model-resolver.ts";
 
 export const CONTEXT_PAGE_LIMIT = 200;
@@ -29,6 +32,8 @@ export interface TurnRunnerDeps {
   toolClient: TypedAgentClient;
   log: Logger;
   scriptedCallLog?: string | undefined;
+  /** The models this worker can run (models-config.ts). */
+  models: ModelRegistry;
 }
 
 export interface RunningTurn {
@@ -42,7 +47,7 @@ export interface RunningTurn {
   done: Promise<void>;
 }
 
-type TurnOutcome = { status: "completed" } | { status: "error"; error: string; code?: "WORKER_STOPPED" };
+type TurnOutcome = { status: "completed" } | { status: "error"; error: string; code?: TurnFailureCode };
 
 function isTransportError(err: unknown): boolean {
   return isAppError(err) && err.details?.transport === true;
@@ -177,14 +182,14 @@ export function startTurn(assignment: TurnAssignment, deps: TurnRunnerDeps): Run
     const context = await fetchContext();
     if (stop.signal.aborted) return { status: "error", error: `aborted: ${abortReason}` };
 
-    const resolved = resolveModel(assignment.model, {
-      sessionId,
-      turnId,
-      scriptedCallLog: deps.scriptedCallLog,
-    });
+    const resolved = resolveModel(
+      assignment.model,
+      { sessionId, turnId, scriptedCallLog: deps.scriptedCallLog },
+      deps.models,
+    );
     if (!resolved.ok) {
       deps.log.warn("turn.model_unavailable", { ...fields, error: resolved.error });
-      return { status: "error", error: resolved.error };
+      return { status: "error", error: resolved.error, code: resolved.code };
     }
     try {
       return await drive(context, resolved.model, resolved.getApiKey);
@@ -308,7 +313,9 @@ export function startTurn(assignment: TurnAssignment, deps: TurnRunnerDeps): Run
     const produced = a.state.messages.slice(start);
     const lastAssistant = produced.findLast((m) => m.role === "assistant");
     if (lastAssistant?.role === "assistant" && lastAssistant.stopReason === "error") {
-      return { status: "error", error: lastAssistant.errorMessage || "the model call failed" };
+      // The provider's own words, and the code they mean (provider-errors.ts).
+      const error = lastAssistant.errorMessage || "the model call failed";
+      return { status: "error", error, code: classifyProviderFailure(error) };
     }
     if (lastAssistant?.role === "assistant" && lastAssistant.stopReason === "aborted") {
       return { status: "error", error: lastAssistant.errorMessage || "aborted" };

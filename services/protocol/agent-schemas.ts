@@ -85,13 +85,37 @@ export const AppendParams = Type.Object(
 
 export const HeartbeatParams = Type.Object(TurnAuth, { additionalProperties: false });
 
+/** The codes a worker may end a turn with. */
+export const TURN_FAILURE_CODES = [
+  "WORKER_STOPPED",
+  "PROVIDER_UNAUTHORIZED",
+  "PROVIDER_RATE_LIMITED",
+  "PROVIDER_UNREACHABLE",
+  "PROVIDER_ERROR",
+  "CONTEXT_TOO_LARGE",
+  "MODEL_NOT_CONFIGURED",
+] as const;
+export type TurnFailureCode = (typeof TURN_FAILURE_CODES)[number];
+const TurnFailureCode = Type.Union([
+  Type.Literal("WORKER_STOPPED"),
+  Type.Literal("PROVIDER_UNAUTHORIZED"),
+  Type.Literal("PROVIDER_RATE_LIMITED"),
+  Type.Literal("PROVIDER_UNREACHABLE"),
+  Type.Literal("PROVIDER_ERROR"),
+  Type.Literal("CONTEXT_TOO_LARGE"),
+  Type.Literal("MODEL_NOT_CONFIGURED"),
+]);
+
 export const TurnEndParams = Type.Object(
   {
     ...TurnAuth,
     status: Type.Union([Type.Literal("completed"), Type.Literal("error")]),
     error: Type.Optional(Type.String({ maxLength: 4000 })),
-    /** Why a turn ended early that the worker knows: it was stopped (SIGTERM/SIGINT). */
-    code: Type.Optional(Type.Literal("WORKER_STOPPED")),
+    /**
+     * Why the turn failed, when the worker knows: it was stopped (SIGTERM/SIGINT), or the model
+     * provider refused or failed (docs/errors.md).
+     */
+    code: Type.Optional(TurnFailureCode),
   },
   { additionalProperties: false },
 );

@@ -77,6 +77,12 @@ export const ErrorCode = {
   HOST_STOPPING: "HOST_STOPPING",
   WORKER_STOPPED: "WORKER_STOPPED",
   TOOL_OUTCOME_UNKNOWN: "TOOL_OUTCOME_UNKNOWN",
+  PROVIDER_UNAUTHORIZED: "PROVIDER_UNAUTHORIZED",
+  PROVIDER_RATE_LIMITED: "PROVIDER_RATE_LIMITED",
+  PROVIDER_UNREACHABLE: "PROVIDER_UNREACHABLE",
+  PROVIDER_ERROR: "PROVIDER_ERROR",
+  CONTEXT_TOO_LARGE: "CONTEXT_TOO_LARGE",
+  MODEL_NOT_CONFIGURED: "MODEL_NOT_CONFIGURED",
 } as const;
 
 export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];
@@ -287,6 +293,34 @@ export const errorCodeInfo: Record<ErrorCode, ErrorCodeInfo> = {
     retriable: false,
     message:
       "The tool call was started earlier and its result was never recorded (the host stopped or failed to record it); whether it ran is unknown, and it is never run again.",
+  },
+  PROVIDER_UNAUTHORIZED: {
+    retriable: false,
+    message:
+      "The model provider refused the worker's credentials (HTTP 401/403): the key in the deployment's models.json or environment is missing or wrong.",
+  },
+  PROVIDER_RATE_LIMITED: {
+    retriable: true,
+    message:
+      "The model provider kept answering 429 after the worker's bounded retries (which honour retry-after).",
+  },
+  PROVIDER_UNREACHABLE: {
+    retriable: true,
+    message: "The model provider could not be reached (connection refused, DNS, timeout).",
+  },
+  PROVIDER_ERROR: {
+    retriable: true,
+    message: "The model provider failed (HTTP 5xx or a broken stream); its message is the turn's reason.",
+  },
+  CONTEXT_TOO_LARGE: {
+    retriable: false,
+    message:
+      "The conversation exceeds the model's context window; compact it (new_context) or use a model with a larger window.",
+  },
+  MODEL_NOT_CONFIGURED: {
+    retriable: false,
+    message:
+      "No worker's models.json or pi's built-in models has this provider and model, or its key is not configured.",
   },
 };
 

@@ -46,6 +46,9 @@ const BY_STATUS: Record<Exclude<ServiceErrorStatus, 400>, readonly ErrorCode[]> 
     "PLAN_ARTIFACT_WRITE_FAILED",
     "PLAN_ARTIFACT_COLLISION_LIMIT",
     "DATABASE_UNAVAILABLE",
+    "PROVIDER_RATE_LIMITED",
+    "PROVIDER_UNREACHABLE",
+    "PROVIDER_ERROR",
   ],
 };
 

@@ -158,14 +158,15 @@ export function createAgentApi(deps: {
     "turn.end": async (params) => {
       const lease = authorize(params);
       const p = decodeParams(TurnEndParams, params);
-      // A stopped worker's turn is aborted (WORKER_STOPPED), never handed to another worker; any
-      // other failure is TOOL_FAILED with the worker's reason, which reaches turn.ended.
+      // A stopped worker's turn is aborted (WORKER_STOPPED), never handed to another worker; a
+      // failure the worker named (a provider's: PROVIDER_*, CONTEXT_TOO_LARGE, MODEL_NOT_CONFIGURED)
+      // keeps its code, any other is TOOL_FAILED; the worker's reason reaches turn.ended.
       const stopped = p.status === "error" && p.code === "WORKER_STOPPED";
       return supervisor.request(lease.sessionId, (reply) => ({
         type: "TURN_ENDED",
         turnId: lease.turnId,
         status: stopped ? "aborted" : p.status,
-        ...(p.status === "error" ? { code: stopped ? "WORKER_STOPPED" : "TOOL_FAILED" } : {}),
+        ...(p.status === "error" ? { code: p.code ?? "TOOL_FAILED" } : {}),
         ...(p.status === "error" && p.error ? { reason: p.error.slice(0, TURN_END_REASON_CHARS) } : {}),
         reply,
       }));
