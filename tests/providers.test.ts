@@ -7,7 +7,9 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
+import { decodeJson } from "../services/protocol/envelope.ts";
 import type { SessionEvent } from "../services/protocol/events.ts";
+import { liveSubject } from "../services/protocol/subjects.ts";
 import type { ProjectView, SessionView } from "../services/protocol/schemas.ts";
 import { type FakeProvider, startFakeAnthropic, startFakeOpenAI } from "./support/fake-providers.ts";
 import { turnEnded } from "./support/plans.ts";
@@ -176,6 +178,37 @@ describe("models from PI_MODELS_JSON against local servers", () => {
       }
     },
   );
+
+  it("a reply spread over 2 s reaches people as it streams: the first live delta comes long before the message", async () => {
+    const session = await agentSession("streamed", { provider: "local-openai", model: "qwen2.5-coder:7b" });
+    const chunks = Array.from({ length: 20 }, (_, i) => `part ${i}. `);
+    openai.reply({ kind: "text", chunks, delayMs: 110 });
+    const live: Array<{ at: number; text: string }> = [];
+    const sub = stack.nc.subscribe(liveSubject(stack.env.prefix, "alice", session.id), {
+      callback: (_e, m) => {
+        const body = decodeJson(m.data) as { chunks: Array<{ kind: string; text: string }> };
+        live.push({ at: Date.now(), text: body.chunks.map((c) => c.text).join("") });
+      },
+    });
+    await stack.nc.flush();
+    const events = stack.events(session.id);
+    let messageAt = 0;
+    void events
+      .waitFor((e) => e.type === "message")
+      .then(() => {
+        messageAt = Date.now();
+      });
+    const { turnId } = await stack
+      .rpc("alice")
+      .call<{ turnId: string }>("session.prompt", { sessionId: session.id, text: "Stream it" });
+    expect(await turnEnded(events, turnId)).toMatchObject({ status: "completed" });
+    sub.unsubscribe();
+    events.stop();
+    expect(live.map((l) => l.text).join("")).toBe(chunks.join(""));
+    // Several live messages, the first ~2 s before the message that follows the server's last chunk.
+    expect(live.length).toBeGreaterThan(3);
+    expect(messageAt - live[0]!.at).toBeGreaterThan(1_500);
+  });
 
   it("a model the file does not list ends the turn with MODEL_NOT_CONFIGURED and calls no server", async () => {
     const session = await agentSession("unknown-model", {
