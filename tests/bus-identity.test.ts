@@ -119,6 +119,9 @@ beforeAll(async () => {
     PI_NATS_RPC_USER: "host-rpc",
     PI_NATS_RPC_PASSWORD: secrets.users["host-rpc"],
     PI_STREAM_MAX_BYTES: String(8 * 1024 * 1024),
+    // Production mode: the scripted test model only because it is listed, and named as the default.
+    PI_MODEL_PROVIDERS: "scripted",
+    PI_DEFAULT_MODEL: "scripted/demo",
   };
   delete env.PI_DEV_MODE;
   delete env.PI_TEST_HOOKS;

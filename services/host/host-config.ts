@@ -12,6 +12,7 @@ import {
   type WorkspaceAccess,
 } from "./store/workspace-grants.ts";
 import { type ToolRunnerConfig, toolRunnerConfigFromEnv } from "./tools/tool-runner.ts";
+import { parseDefaultModel } from "./sessions/model-choice.ts";
 
 export interface HostConfig {
   /** DATABASE_URL, else the local default; the host never starts a database (that is `npm start`). */
@@ -59,6 +60,10 @@ export interface HostConfig {
   scheduleGraceMs: number;
   /** Longest wait of the scheduler between two looks at the task table. */
   schedulePollMs: number;
+  /** PI_DEFAULT_MODEL (`provider/model`): what a session that names no model runs. */
+  defaultModel: { provider: string; model: string } | null;
+  /** PI_MODEL_PROVIDERS: the providers sessions may use (null: any; scripted only in dev mode). */
+  modelProviders: string[] | null;
   /** Production: principals that may change the app settings (`settings.set`); dev mode: anyone. */
   settingsAdmins: string[];
   /** The tool runner's settings (sandbox, Bash default timeout): read here, once, never per call. */
@@ -140,6 +145,12 @@ export function readHostConfig(env: NodeJS.ProcessEnv = process.env): HostConfig
     passivateAfterMs: positiveIntEnv(env, "PI_PASSIVATE_AFTER_MS", 60_000),
     scheduleGraceMs: positiveIntEnv(env, "PI_SCHEDULE_GRACE_MS", 60_000),
     schedulePollMs: positiveIntEnv(env, "PI_SCHEDULE_POLL_MS", 5_000),
+    defaultModel: parseDefaultModel(env.PI_DEFAULT_MODEL),
+    modelProviders: env.PI_MODEL_PROVIDERS
+      ? env.PI_MODEL_PROVIDERS.split(",")
+          .map((s) => s.trim())
+          .filter(Boolean)
+      : null,
     settingsAdmins: (env.PI_SETTINGS_ADMINS || "")
       .split(",")
       .map((s) => s.trim())

@@ -9,6 +9,7 @@ import { createAgentApi, workerOfRequest } from "./bus/agent-api.ts";
 import { createRefusalRecorder } from "./bus/reply-rules.ts";
 import { createBodyParts } from "./bus/body-parts.ts";
 import { createLiveOutput } from "./sessions/live-output.ts";
+import { createModelChoice } from "./sessions/model-choice.ts";
 import { appendAudit } from "./store/audit-log.ts";
 import { createAuditApi } from "./bus/audit-api.ts";
 import { afterEvents, createEventsApi } from "./bus/events-api.ts";
@@ -210,6 +211,19 @@ async function main(): Promise<void> {
   // (docs/protocol.md "Message bounds"): tool results a quarter of it, context pages a half,
   // plan-file pages three quarters of a half (their base64 fits the half).
   const maxPayload = rpcNc.info?.max_payload ?? 1024 * 1024;
+  // The model a session runs when it names none, said at start (never a silent demo).
+  const modelChoice = createModelChoice({
+    devMode: config.devMode,
+    defaultModel: config.defaultModel,
+    providers: config.modelProviders,
+  });
+  log[modelChoice.defaultModel ? "info" : "warn"]("host.default_model", {
+    model: modelChoice.defaultModel,
+    providers: config.modelProviders,
+    ...(modelChoice.defaultModel
+      ? {}
+      : { message: "no PI_DEFAULT_MODEL: a session must name its model ({provider, model})" }),
+  });
   const hooks = wireTestHooks(
     config,
     {
@@ -224,6 +238,7 @@ async function main(): Promise<void> {
         settingsAdmins: config.settingsAdmins,
         natsReachable: () => natsUp && !nc.isClosed(),
         maxPageBytes: Math.floor((maxPayload / 2) * 0.75),
+        models: modelChoice,
       }),
       ...createProjectsApi({
         store: projects,

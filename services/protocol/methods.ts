@@ -147,7 +147,7 @@ export const METHODS = {
     result: ProjectView,
   },
   "session.create": {
-    ...person("client", "member", null, ["PROJECT_NOT_FOUND", "FORBIDDEN"]),
+    ...person("client", "member", null, ["PROJECT_NOT_FOUND", "FORBIDDEN", "MODEL_NOT_CONFIGURED"]),
     params: SessionCreateParams,
     result: SessionView,
   },
@@ -158,7 +158,7 @@ export const METHODS = {
   },
   "session.list": { ...person("client", "any", null), params: EmptyParams, result: SessionList },
   "session.configure": {
-    ...person("client", "owner", "sessionId", ["PLAN_CONFIGURATION_BLOCKED"]),
+    ...person("client", "owner", "sessionId", ["PLAN_CONFIGURATION_BLOCKED", "MODEL_NOT_CONFIGURED"]),
     params: SessionConfigureParams,
     result: SessionView,
   },

@@ -22,6 +22,7 @@ import type { PlanStore } from "../store/plan-store.ts";
 import { assertApproversAreMembers } from "../store/project-members.ts";
 import type { ProjectStore } from "../store/project-store.ts";
 import type { SessionSupervisor } from "../sessions/session-supervisor.ts";
+import type { ModelChoice } from "../sessions/model-choice.ts";
 import { countSessionLeases, turnOfIdempotencyKey } from "../store/session-facts.ts";
 import { canAccess, type SessionRow, type SessionStore } from "../store/session-store.ts";
 
@@ -58,6 +59,8 @@ export function createClientApi(deps: {
   settingsAdmins?: readonly string[];
   /** Whether the connection that publishes events is up (host.status). */
   natsReachable?: () => boolean;
+  /** Which model a session runs (sessions/model-choice.ts); none: any, the scripted demo by default. */
+  models?: ModelChoice;
   /**
    * The most file bytes one artifacts.read page carries: three quarters of half the server's
    * max_payload, so the base64 reply stays within it (docs/protocol.md "Message bounds").
@@ -113,7 +116,8 @@ export function createClientApi(deps: {
 
     "session.create": async (principal, params) => {
       const p = decodeParams(SessionCreateParams, params);
-      return sessions.createSession(principal, p, deps.hostId);
+      const model = deps.models ? deps.models.choose(p.model) : p.model;
+      return sessions.createSession(principal, { ...p, ...(model ? { model } : {}) }, deps.hostId);
     },
 
     "session.get": async (principal, params) => {
@@ -129,6 +133,7 @@ export function createClientApi(deps: {
     "session.configure": async (principal, params) => {
       const p = decodeParams(SessionConfigureParams, params);
       const row = await sessionFor(principal, p.sessionId, true);
+      if (p.model && deps.models) deps.models.choose(p.model);
       // Only members may be named approver (a later removal ends their rights: project-members.ts).
       await assertApproversAreMembers(db, row.project_id, p.approvers);
       return supervisor.request(p.sessionId, (reply) => ({ type: "CONFIGURE", params: p, reply }));

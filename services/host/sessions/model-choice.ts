@@ -1,0 +1,59 @@
+// Which model a session runs (docs/models.md "What a client may choose"): the client names
+// {provider, model} or nothing; nothing means the deployment's default (PI_DEFAULT_MODEL), never a
+// silent demo; a provider the deployment does not allow (PI_MODEL_PROVIDERS; the scripted test
+// provider only in development mode or when listed) is MODEL_NOT_CONFIGURED. Whether a worker can
+// really run it is the worker's answer at the turn (its models.json).
+import { AppError } from "../../protocol/app-error.ts";
+import type { ModelConfig } from "../../protocol/schemas.ts";
+
+export const SCRIPTED_PROVIDER = "scripted";
+
+export interface ModelChoiceConfig {
+  devMode: boolean;
+  /** PI_DEFAULT_MODEL as {provider, model}; development mode without one: scripted/demo, announced. */
+  defaultModel: { provider: string; model: string } | null;
+  /** PI_MODEL_PROVIDERS; null: every provider (the scripted one only in development mode). */
+  providers: readonly string[] | null;
+}
+
+/** `provider/model` of PI_DEFAULT_MODEL; anything else refuses to start. */
+export function parseDefaultModel(raw: string | undefined): { provider: string; model: string } | null {
+  if (!raw) return null;
+  const slash = raw.indexOf("/");
+  if (slash <= 0 || slash === raw.length - 1)
+    throw new Error(`PI_DEFAULT_MODEL must be provider/model, got ${JSON.stringify(raw)}`);
+  return { provider: raw.slice(0, slash), model: raw.slice(slash + 1) };
+}
+
+export function createModelChoice(config: ModelChoiceConfig) {
+  const allowed = (provider: string) =>
+    config.providers
+      ? config.providers.includes(provider)
+      : provider !== SCRIPTED_PROVIDER || config.devMode;
+  const defaultModel =
+    config.defaultModel ?? (config.devMode ? { provider: SCRIPTED_PROVIDER, model: "demo" } : null);
+  return {
+    /** The default sessions get (null: a session must name its model). */
+    defaultModel,
+    /** The model a session.create or session.configure asks for, checked; refusal changes nothing. */
+    choose(model: ModelConfig | undefined): ModelConfig {
+      const chosen = model ?? defaultModel;
+      if (!chosen)
+        throw new AppError(
+          "MODEL_NOT_CONFIGURED",
+          "no model was named and this deployment has no default (PI_DEFAULT_MODEL): name {provider, model}",
+        );
+      if (!allowed(chosen.provider))
+        throw new AppError(
+          "MODEL_NOT_CONFIGURED",
+          chosen.provider === SCRIPTED_PROVIDER && !config.providers
+            ? "the scripted provider is for development mode (or list it in PI_MODEL_PROVIDERS)"
+            : `provider ${chosen.provider} is not one this deployment allows (PI_MODEL_PROVIDERS)`,
+          { details: { provider: chosen.provider } },
+        );
+      return chosen;
+    },
+  };
+}
+
+export type ModelChoice = ReturnType<typeof createModelChoice>;
