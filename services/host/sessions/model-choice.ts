@@ -27,9 +27,7 @@ export function parseDefaultModel(raw: string | undefined): { provider: string; 
 
 export function createModelChoice(config: ModelChoiceConfig) {
   const allowed = (provider: string) =>
-    config.providers
-      ? config.providers.includes(provider)
-      : provider !== SCRIPTED_PROVIDER || config.devMode;
+    config.providers ? config.providers.includes(provider) : provider !== SCRIPTED_PROVIDER || config.devMode;
   const defaultModel =
     config.defaultModel ?? (config.devMode ? { provider: SCRIPTED_PROVIDER, model: "demo" } : null);
   return {
