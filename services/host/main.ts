@@ -33,6 +33,7 @@ import { createProjectsApi } from "./bus/projects-api.ts";
 import { createScheduleStore } from "./store/schedule-store.ts";
 import { createScheduler } from "./sessions/scheduler.ts";
 import { createSchedulingApi } from "./bus/scheduling-api.ts";
+import { createProjectInstructions } from "./sessions/project-instructions.ts";
 import { createSessionSupervisor } from "./sessions/session-supervisor.ts";
 import { createSessionStore } from "./store/session-store.ts";
 import { createSettingsStore } from "./store/settings-store.ts";
@@ -175,7 +176,11 @@ async function main(): Promise<void> {
     timeoutMs: config.permissionTimeoutMs,
   });
   const aborts = createToolAborts();
+  // The tool runner is built once, from the configuration read at start; claims read the
+  // project's AGENTS.md through it (the session's sandboxed file helper).
+  const runner = createToolRunner(config.tools);
   const supervisor = createSessionSupervisor({
+    instructions: createProjectInstructions({ runner }),
     ...(faults ? { faults } : {}),
     onTurnRevoked: (turnId) => {
       permissions.cancelForTurn(turnId);
@@ -265,9 +270,8 @@ async function main(): Promise<void> {
     },
     { clock, faults, db, sessions, supervisor },
   );
-  // The tool runner is built once, from the configuration read at start. Each sandbox's own bounds:
-  // cgroups left by a host process that is gone are removed; which bounds hold here is said plainly.
-  const runner = createToolRunner(config.tools);
+  // Each sandbox's own bounds: cgroups left by a host process that is gone are removed; which
+  // bounds hold here is said plainly.
   const leftover = await cleanupLeftoverCgroups(config.tools.sandbox);
   const bounds = (await sandboxLimits(config.tools.sandbox)).describe();
   log[bounds.kind === "none" ? "warn" : "info"]("host.sandbox_bounds", {

@@ -14,7 +14,7 @@ import { type Db, withTransaction } from "../store/db.ts";
 import type { PlanStore } from "../store/plan-store.ts";
 import { enterPlanMode } from "../store/session-facts.ts";
 import type { Audience, EventPublisher } from "./event-publisher.ts";
-import { systemPromptFor, toolsFor } from "./tool-catalog.ts";
+import { buildSystemPrompt, buildTools, type PromptContext } from "./prompt-composition.ts";
 
 export interface PlanActorDeps {
   db: Db;
@@ -24,6 +24,8 @@ export interface PlanActorDeps {
   audience: (sessionId: string) => Audience;
   /** Reads the session's view and publishes session.changed. */
   publishSession: (sessionId: string) => Promise<SessionView>;
+  /** The project's instructions for the session's next prompt (its AGENTS.md); never fails. */
+  promptContext?: (sessionId: string) => Promise<PromptContext>;
 }
 
 export function createPlanActors(deps: PlanActorDeps) {
@@ -61,7 +63,17 @@ export function createPlanActors(deps: PlanActorDeps) {
         ],
         isError: false,
         terminate: true,
-        next: { mode: "plan", systemPrompt: systemPromptFor("plan"), tools: toolsFor("plan") },
+        // The run continues in Plan: the Plan prompt (same for either turn kind) with the project's
+        // instructions read now, and the Plan tools (never plugins).
+        next: {
+          mode: "plan",
+          systemPrompt: buildSystemPrompt(
+            "plan",
+            { turnKind: "prompt" },
+            (await deps.promptContext?.(sessionId)) ?? {},
+          ),
+          tools: buildTools("plan", { turnKind: "prompt" }, []),
+        },
       };
       return { mode: "plan", result };
     },

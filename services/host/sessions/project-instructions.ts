@@ -1,6 +1,10 @@
 // The project's own instructions: `AGENTS.md` at the workspace root, read at each claim through the
 // tool runner's Read, i.e. by the session's sandboxed file helper as the sandbox user, confined to the
 // workspace (a link out of it is refused there). Anything unreadable is simply no instructions.
+// Whether the name exists at all is asked first without following it (an lstat of the one path in
+// the recorded root: metadata, never content), so a workspace without one starts no file helper.
+import { lstat } from "node:fs/promises";
+import path from "node:path";
 import type { ToolRunner } from "../tools/tool-runner.ts";
 
 export const INSTRUCTIONS_FILE = "AGENTS.md";
@@ -19,6 +23,11 @@ export function createProjectInstructions(deps: ProjectInstructionsDeps): ReadPr
   const timeoutMs = deps.timeoutMs ?? 5000;
   return async (workspaceRoot, sessionId) => {
     if (!workspaceRoot) return null;
+    const present = await lstat(path.join(workspaceRoot, INSTRUCTIONS_FILE)).then(
+      () => true,
+      () => false,
+    );
+    if (!present) return null;
     const abort = new AbortController();
     let timer: NodeJS.Timeout | undefined;
     const late = new Promise<null>((resolve) => {

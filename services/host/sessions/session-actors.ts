@@ -27,7 +27,8 @@ import type { SessionStore } from "../store/session-store.ts";
 import type { Audience, EventPublisher } from "./event-publisher.ts";
 import { createPlanActors } from "./plan-actors.ts";
 import { interruptedPlanChanged } from "./plan-events.ts";
-import { systemPromptFor, toolsFor } from "./tool-catalog.ts";
+import type { ReadProjectInstructions } from "./project-instructions.ts";
+import { buildSystemPrompt, buildTools, type PromptContext } from "./prompt-composition.ts";
 import type { TurnDispatcher } from "./turn-dispatcher.ts";
 
 export interface SessionActorDeps {
@@ -39,6 +40,8 @@ export interface SessionActorDeps {
   events: EventPublisher;
   leaseMs: number;
   heartbeatMs: number;
+  /** The workspace's AGENTS.md, read at each claim (project-instructions.ts); without it, none. */
+  instructions?: ReadProjectInstructions;
 }
 
 export function createSessionActors(deps: SessionActorDeps) {
@@ -59,7 +62,18 @@ export function createSessionActors(deps: SessionActorDeps) {
     return view;
   }
 
-  const planSteps = createPlanActors({ ...deps, audience, publishSession });
+  /** The project's instructions for a session's next prompt; never fails (none instead). */
+  async function promptContext(sessionId: string, workspaceRoot?: string): Promise<PromptContext> {
+    if (!deps.instructions) return {};
+    try {
+      const root = workspaceRoot ?? (await sessions.getRow(db, sessionId)).workspace_root;
+      return { instructions: await deps.instructions(root, sessionId) };
+    } catch {
+      return {};
+    }
+  }
+
+  const planSteps = createPlanActors({ ...deps, audience, publishSession, promptContext });
 
   return {
     ...planSteps,
@@ -177,6 +191,8 @@ export function createSessionActors(deps: SessionActorDeps) {
         });
       }
       const row = await sessions.getRow(db, sessionId);
+      // Re-read at every claim (so an edited AGENTS.md applies from the next turn on), before the lease runs.
+      const project = await promptContext(sessionId, row.workspace_root);
       const lease = dispatcher.grant({ turnId, sessionId, kind }, workerId);
       const assignment: TurnAssignment = {
         sessionId,
@@ -184,10 +200,13 @@ export function createSessionActors(deps: SessionActorDeps) {
         kind,
         token: lease.token,
         mode: row.mode,
-        systemPrompt: systemPromptFor(row.mode),
+        systemPrompt: buildSystemPrompt(row.mode, { turnKind: kind }, project),
         // Agent turns are also offered the enabled plugin tools; Plan turns never see them.
-        tools:
-          row.mode === "agent" ? [...toolsFor("agent"), ...(await pluginToolSpecs(db))] : toolsFor(row.mode),
+        tools: buildTools(
+          row.mode,
+          { turnKind: kind },
+          row.mode === "agent" ? await pluginToolSpecs(db) : [],
+        ),
         model: row.model_config,
         leaseMs: deps.leaseMs,
         heartbeatMs: deps.heartbeatMs,
