@@ -5,27 +5,14 @@ import { existsSync, mkdirSync, readdirSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
 import { REPO_ROOT, type StackEnv, startHost, startWorker } from "./support/processes.ts";
+import { fencedBlock } from "./support/readme.ts";
 import { useStack } from "./support/stack-fixture.ts";
 
 const HEADING = "## Walk-through";
 
-/** The first ```sh block after the `## Walk-through` heading, or null when there is none. */
-function walkthroughBlock(markdown: string, heading: string | null = HEADING): string | null {
-  let text = markdown;
-  if (heading !== null) {
-    const at = markdown.search(
-      new RegExp(`^${heading.replace(/[.*+?^${}()|[\]\\-]/g, "\\$&")}[ \\t]*$`, "m"),
-    );
-    if (at < 0) return null;
-    text = markdown.slice(at);
-  }
-  const block = /^```sh[ \t]*\n([\s\S]*?)^```[ \t]*$/m.exec(text);
-  return block ? (block[1] ?? null) : null;
-}
-
 /** README.md's walk-through script: a missing section or block fails the test. */
 function loadWalkthrough(): { source: string; script: string } {
-  const script = walkthroughBlock(readFileSync(path.join(REPO_ROOT, "README.md"), "utf8"));
+  const script = fencedBlock(readFileSync(path.join(REPO_ROOT, "README.md"), "utf8"), HEADING);
   if (script === null) throw new Error("README.md has no ```sh block under ## Walk-through");
   return { source: "README.md", script };
 }
