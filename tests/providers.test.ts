@@ -115,6 +115,9 @@ describe("models from PI_MODELS_JSON against local servers", () => {
       expect.arrayContaining(["Glob", "Read", "Write", "Bash"]),
     );
     expect(JSON.stringify(request!.body.messages)).toContain("Say hello");
+    // The usage the server reported (11 in, 7 out) is the session's, and its last turn's.
+    const view = await stack.rpc("alice").call<SessionView>("session.get", { sessionId: session.id });
+    expect(view.usage).toMatchObject({ input: 11, output: 7, lastTurn: { turnId, input: 11, output: 7 } });
   });
 
   it("the same through the Anthropic messages API, its key taken from the worker's environment", async () => {

@@ -159,6 +159,19 @@ const PlanningStateSchema = Type.Union([
   Type.Literal("awaiting_approval"),
 ]);
 
+const UsageCounts = {
+  input: Type.Number(),
+  output: Type.Number(),
+  cacheRead: Type.Number(),
+  cacheWrite: Type.Number(),
+  cost: Type.Number(),
+};
+export const SessionUsage = Type.Object({
+  ...UsageCounts,
+  lastTurn: Nullable(Type.Object({ turnId: Type.String(), ...UsageCounts })),
+});
+export type SessionUsage = Static<typeof SessionUsage>;
+
 export const SessionView = Type.Object({
   id: Type.String(),
   projectId: Type.String(),
@@ -171,6 +184,8 @@ export const SessionView = Type.Object({
   model: ModelName,
   version: Type.Integer(),
   activeTurnId: Nullable(Type.String()),
+  /** What the model reported using: the session's total and its last turn's (cost in the model's prices, 0 without). */
+  usage: SessionUsage,
   createdAt: Timestamp,
   updatedAt: Timestamp,
 });

@@ -7,6 +7,7 @@ import type {
   OperatingMode,
   PermissionMode,
   PlanningState,
+  SessionUsage,
   SessionView,
   ToolExecuteResult,
   TurnKind,
@@ -60,21 +61,64 @@ const PAGE_SLACK_BYTES = 1024;
 /** Room for `{"piHostPart":{"index":..,"count":..,"json":..}}` around one part. */
 const PART_ENVELOPE_BYTES = 128;
 
+/** A number of the model's usage report, or 0 (the report is the worker's: never trusted to be one). */
+const usageNumber = (pathSql: string) =>
+  `coalesce(sum(CASE WHEN jsonb_typeof(message #> '${pathSql}') = 'number' THEN (message #>> '${pathSql}')::numeric END), 0)`;
+/**
+ * The model's token and cost counts summed over assistant messages (pi-ai's `usage` on each), one
+ * JSON object; the caller adds `FROM ... WHERE`.
+ */
+const USAGE_SQL = `SELECT json_build_object(
+  'input', ${usageNumber("{usage,input}")}, 'output', ${usageNumber("{usage,output}")},
+  'cacheRead', ${usageNumber("{usage,cacheRead}")}, 'cacheWrite', ${usageNumber("{usage,cacheWrite}")},
+  'cost', ${usageNumber("{usage,cost,total}")})`;
+
+type UsageCounts = Omit<SessionUsage, "lastTurn">;
+function usageOf(v: unknown): UsageCounts {
+  const o = (v ?? {}) as Record<string, unknown>;
+  const n = (k: string) => (Number.isFinite(Number(o[k])) ? Number(o[k]) : 0);
+  return {
+    input: n("input"),
+    output: n("output"),
+    cacheRead: n("cacheRead"),
+    cacheWrite: n("cacheWrite"),
+    cost: n("cost"),
+  };
+}
+
 export function createSessionStore({ db, clock }: { db: Db; clock: Clock }) {
   async function planningState(
     q: Db | Tx,
     row: SessionRow,
-  ): Promise<{ state: PlanningState; activeTurnId: string | null }> {
+  ): Promise<{ state: PlanningState; activeTurnId: string | null; usage: SessionUsage }> {
     const r = await q.query(
       `SELECT (SELECT id FROM turns WHERE session_id = $1 AND status = 'running') AS turn,
-              EXISTS (SELECT 1 FROM plan_approvals WHERE session_id = $1 AND status = 'pending') AS pending`,
+              EXISTS (SELECT 1 FROM plan_approvals WHERE session_id = $1 AND status = 'pending') AS pending,
+              (${USAGE_SQL} FROM transcript_entries WHERE session_id = $1 AND role = 'assistant') AS usage,
+              (SELECT turn_id FROM transcript_entries WHERE session_id = $1 AND role = 'assistant'
+                ORDER BY id DESC LIMIT 1) AS last_turn`,
       [row.id],
     );
-    const { turn, pending } = r.rows[0];
-    return { state: planningStateOf(row.mode, pending === true), activeTurnId: turn };
+    const { turn, pending, usage, last_turn } = r.rows[0];
+    let lastTurn: SessionUsage["lastTurn"] = null;
+    if (last_turn) {
+      const t = await q.query(
+        `SELECT (${USAGE_SQL} FROM transcript_entries WHERE session_id = $1 AND turn_id = $2 AND role = 'assistant') AS usage`,
+        [row.id, last_turn],
+      );
+      lastTurn = { turnId: last_turn, ...usageOf(t.rows[0]?.usage) };
+    }
+    return {
+      state: planningStateOf(row.mode, pending === true),
+      activeTurnId: turn,
+      usage: { ...usageOf(usage), lastTurn },
+    };
   }
 
-  function view(row: SessionRow, p: { state: PlanningState; activeTurnId: string | null }): SessionView {
+  function view(
+    row: SessionRow,
+    p: { state: PlanningState; activeTurnId: string | null; usage: SessionUsage },
+  ): SessionView {
     return {
       id: row.id,
       projectId: row.project_id,
@@ -87,6 +131,7 @@ export function createSessionStore({ db, clock }: { db: Db; clock: Clock }) {
       model: { provider: row.provider, model: row.model },
       version: row.version,
       activeTurnId: p.activeTurnId,
+      usage: p.usage,
       createdAt: row.created_at.toISOString(),
       updatedAt: row.updated_at.toISOString(),
     };
@@ -171,6 +216,7 @@ export function createSessionStore({ db, clock }: { db: Db; clock: Clock }) {
         return view(await getRow(tx, id), {
           state: mode === "plan" ? "planning" : "inactive",
           activeTurnId: null,
+          usage: { ...usageOf(null), lastTurn: null },
         });
       });
     },
