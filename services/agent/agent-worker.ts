@@ -9,6 +9,7 @@ import { decodeParams, type TurnAssignment, TurnOffer } from "../protocol/schema
 import { agentSubject, PROTOCOL_VERSION, WORKER_QUEUE } from "../protocol/subjects.ts";
 import { type RunningTurn, startTurn } from "./turn-runner.ts";
 import { builtInModels, type ModelRegistry } from "./models-config.ts";
+import { SCRIPTED_PROVIDER } from "./scripted-provider.ts";
 
 export interface AgentWorkerOptions {
   nc: NatsConnection;
@@ -25,6 +26,8 @@ export interface AgentWorkerOptions {
   toolTimeoutMs?: number;
 }
 
+/** How often a worker says hello again (the host forgets one it has not heard from in 3 of these). */
+export const HELLO_INTERVAL_MS = 30_000;
 /** Turn ids this worker has claimed, kept so a repeated offer never runs a turn twice. */
 const REMEMBERED_TURNS = 10_000;
 
@@ -46,7 +49,15 @@ export function createAgentWorker(opts: AgentWorkerOptions) {
     }
   };
 
-  const hello = () => client.hello(workerId);
+  const models = opts.models ?? builtInModels();
+  const hello = () => client.hello(workerId, models.served());
+  /** Whether this worker can run the offered turn's model (the scripted test provider: always). */
+  const serves = (m: TurnOffer["model"]) => {
+    if (!m || m.provider === SCRIPTED_PROVIDER) return true;
+    const found = models.lookup(m.provider, m.model);
+    return found.ok && found.apiKey !== undefined;
+  };
+  let helloTimer: NodeJS.Timeout | undefined;
 
   function onOffer(data: Uint8Array): void {
     if (stopping) return;
@@ -58,6 +69,8 @@ export function createAgentWorker(opts: AgentWorkerOptions) {
       return;
     }
     if (taken.has(offer.turnId) || claiming.has(offer.turnId)) return;
+    // A model this worker cannot run is left to a worker that can (it is offered again).
+    if (!serves(offer.model)) return;
     if (running.size + claiming.size >= opts.concurrency) return;
     const claim = claimTurn(offer).finally(() => claiming.delete(offer.turnId));
     claiming.set(offer.turnId, claim);
@@ -86,7 +99,7 @@ export function createAgentWorker(opts: AgentWorkerOptions) {
       toolClient,
       log,
       scriptedCallLog: opts.scriptedCallLog,
-      models: opts.models ?? builtInModels(),
+      models,
     });
     running.set(turn.turnId, turn);
     void turn.done.finally(() => running.delete(turn.turnId));
@@ -106,6 +119,11 @@ export function createAgentWorker(opts: AgentWorkerOptions) {
       });
       await nc.flush();
       hello();
+      // Again every HELLO_INTERVAL_MS: the host forgets a worker it has not heard from (models.list).
+      helloTimer = setInterval(() => {
+        if (!stopping) hello();
+      }, HELLO_INTERVAL_MS);
+      helloTimer.unref();
       void (async () => {
         for await (const status of nc.status()) {
           if (status.type === "reconnect" && !stopping) hello();
@@ -126,6 +144,7 @@ export function createAgentWorker(opts: AgentWorkerOptions) {
     async stop(graceMs = 10_000): Promise<void> {
       if (stopping) return;
       stopping = true;
+      clearInterval(helloTimer);
       if (offerSub && !offerSub.isClosed()) await offerSub.drain().catch(() => {});
       // Each turn ends WORKER_STOPPED (aborted on the host, its execution interrupted), never replayed.
       for (const turn of running.values()) turn.abort("worker shutting down", "WORKER_STOPPED");

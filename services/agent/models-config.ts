@@ -49,6 +49,28 @@ export interface ModelRegistry {
   /** What a worker should log at start (never a key): e.g. an apiKey naming an unset variable. */
   warnings: readonly string[];
   lookup(provider: string, modelId: string): ModelLookup;
+  /**
+   * What this worker announces it serves (docs/protocol.md "Models"): every provider of the file,
+   * and the built-in providers whose key is configured, each with its model ids.
+   */
+  served(): ServedProvider[];
+}
+
+export interface ServedProvider {
+  provider: string;
+  models: string[];
+  keyConfigured: boolean;
+}
+
+/** The built-in providers with a key in this worker's environment. */
+function servedBuiltIns(except: ReadonlySet<string>): ServedProvider[] {
+  return [...knownProviders]
+    .filter((p) => !except.has(p) && getEnvApiKey(p))
+    .map((p) => ({
+      provider: p,
+      models: getModels(p as KnownProvider).map((m) => m.id),
+      keyConfigured: true,
+    }));
 }
 
 interface FileProvider {
@@ -82,7 +104,13 @@ function builtInLookup(provider: string, modelId: string): ModelLookup {
 
 /** pi-ai's built-in providers alone (PI_MODELS_JSON unset); keys from their usual variables. */
 export function builtInModels(): ModelRegistry {
-  return { source: undefined, fileProviders: [], warnings: [], lookup: builtInLookup };
+  return {
+    source: undefined,
+    fileProviders: [],
+    warnings: [],
+    lookup: builtInLookup,
+    served: () => servedBuiltIns(new Set()),
+  };
 }
 
 /**
@@ -246,6 +274,14 @@ export function parseModelsConfig(raw: unknown, env: NodeJS.ProcessEnv, source: 
     source,
     fileProviders: [...providers.keys()],
     warnings,
+    served: () => [
+      ...[...providers].map(([provider, p]) => ({
+        provider,
+        models: [...p.models.keys()],
+        keyConfigured: p.apiKey !== undefined,
+      })),
+      ...servedBuiltIns(new Set(providers.keys())),
+    ],
     lookup(provider, modelId) {
       const p = providers.get(provider);
       if (!p) return builtInLookup(provider, modelId);

@@ -10,6 +10,7 @@ import { createRefusalRecorder } from "./bus/reply-rules.ts";
 import { createBodyParts } from "./bus/body-parts.ts";
 import { createLiveOutput } from "./sessions/live-output.ts";
 import { createModelChoice } from "./sessions/model-choice.ts";
+import { createWorkerRegistry } from "./sessions/worker-registry.ts";
 import { appendAudit } from "./store/audit-log.ts";
 import { createAuditApi } from "./bus/audit-api.ts";
 import { afterEvents, createEventsApi } from "./bus/events-api.ts";
@@ -229,6 +230,7 @@ async function main(): Promise<void> {
       ? {}
       : { message: "no PI_DEFAULT_MODEL: a session must name its model ({provider, model})" }),
   });
+  const workers = createWorkerRegistry({ clock });
   const hooks = wireTestHooks(
     config,
     {
@@ -244,6 +246,7 @@ async function main(): Promise<void> {
         natsReachable: () => natsUp && !nc.isClosed(),
         maxPageBytes: Math.floor((maxPayload / 2) * 0.75),
         models: modelChoice,
+        workers,
       }),
       ...createProjectsApi({
         store: projects,
@@ -337,7 +340,10 @@ async function main(): Promise<void> {
       }),
     ),
     test: hooks.test,
-    onWorkerHello: () => dispatcher.reoffer(),
+    onWorkerHello: (hello) => {
+      if (hello) workers.heard(hello);
+      dispatcher.reoffer();
+    },
     devMode: config.devMode,
     workerOf: workerOfRequest(dispatcher),
     // A request whose reply subject is not its caller's inbox is not served; it is logged and audited.

@@ -3,14 +3,35 @@
 import { type Static, Type } from "typebox";
 import { ErrorCodeString, Id, ModelConfig, OperatingMode } from "./values.ts";
 
+/** A provider a worker can run, with its model ids and whether its key is configured there. */
+export const ServedProvider = Type.Object(
+  {
+    provider: Type.String({ minLength: 1, maxLength: 64 }),
+    models: Type.Array(Type.String({ minLength: 1, maxLength: 128 }), { maxItems: 2000 }),
+    keyConfigured: Type.Boolean(),
+  },
+  { additionalProperties: false },
+);
+
+/** A worker announces itself (and, again every 30 s, what it serves: docs/protocol.md "Models"). */
 export const AgentHello = Type.Object(
-  { workerId: Id, protocolVersion: Type.Integer() },
+  {
+    workerId: Id,
+    protocolVersion: Type.Integer(),
+    serves: Type.Optional(Type.Array(ServedProvider, { maxItems: 256 })),
+  },
   { additionalProperties: false },
 );
 export type AgentHello = Static<typeof AgentHello>;
 
+/** A turn waits for a worker; `model`: the session's, so only a worker that serves it claims. */
 export const TurnOffer = Type.Object(
-  { turnId: Id, sessionId: Id, kind: Type.String() },
+  {
+    turnId: Id,
+    sessionId: Id,
+    kind: Type.String(),
+    model: Type.Optional(Type.Object({ provider: Type.String(), model: Type.String() })),
+  },
   { additionalProperties: false },
 );
 export type TurnOffer = Static<typeof TurnOffer>;

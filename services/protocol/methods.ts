@@ -54,6 +54,7 @@ import {
   EventsSinceParams,
   HelloParams,
   HelloResult,
+  ModelList,
   HostStatus,
   PlansPendingParams,
   PlansResolveParams,
@@ -112,6 +113,7 @@ export const METHODS = {
     result: HelloResult,
   },
   "host.status": { ...person("client", "any", null), params: EmptyParams, result: HostStatus },
+  "models.list": { ...person("client", "any", null), params: EmptyParams, result: ModelList },
   "projects.create": {
     ...person("projects", "any", null, [
       "WORKSPACE_NOT_ALLOWED",

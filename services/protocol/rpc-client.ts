@@ -58,9 +58,9 @@ export function agentClient(opts: RpcClientOptions) {
     },
     /** Any agent method name and body, unchecked. */
     raw,
-    /** Announces a worker; the host re-publishes waiting offers (docs/protocol.md, step 1). */
-    hello(workerId: string): void {
-      const body: AgentHello = { workerId, protocolVersion: PROTOCOL_VERSION };
+    /** Announces a worker and what it serves; the host re-publishes waiting offers (docs/protocol.md, step 1). */
+    hello(workerId: string, serves?: AgentHello["serves"]): void {
+      const body: AgentHello = { workerId, protocolVersion: PROTOCOL_VERSION, ...(serves ? { serves } : {}) };
       opts.nc.publish(agentSubject(opts.prefix, "hello"), encodeJson(body));
     },
   };

@@ -235,6 +235,20 @@ export const HelloResult = Type.Object({
   devMode: Type.Boolean(),
 });
 
+/** What live workers can run (docs/protocol.md "Models"), and the deployment's default. */
+export const ModelList = Type.Object({
+  models: Type.Array(
+    Type.Object({
+      provider: Type.String(),
+      model: Type.String(),
+      workers: Type.Integer(),
+      keyConfigured: Type.Boolean(),
+    }),
+  ),
+  default: Nullable(Type.Object({ provider: Type.String(), model: Type.String() })),
+});
+export type ModelList = Static<typeof ModelList>;
+
 export const HostStatus = Type.Object({
   hostId: Type.String(),
   sessions: Type.Object({

@@ -23,6 +23,7 @@ import { assertApproversAreMembers } from "../store/project-members.ts";
 import type { ProjectStore } from "../store/project-store.ts";
 import type { SessionSupervisor } from "../sessions/session-supervisor.ts";
 import type { ModelChoice } from "../sessions/model-choice.ts";
+import type { WorkerRegistry } from "../sessions/worker-registry.ts";
 import { countSessionLeases, turnOfIdempotencyKey } from "../store/session-facts.ts";
 import { canAccess, type SessionRow, type SessionStore } from "../store/session-store.ts";
 
@@ -61,6 +62,8 @@ export function createClientApi(deps: {
   natsReachable?: () => boolean;
   /** Which model a session runs (sessions/model-choice.ts); none: any, the scripted demo by default. */
   models?: ModelChoice;
+  /** The workers heard from lately and what they serve (models.list). */
+  workers?: Pick<WorkerRegistry, "models">;
   /**
    * The most file bytes one artifacts.read page carries: three quarters of half the server's
    * max_payload, so the base64 reply stays within it (docs/protocol.md "Message bounds").
@@ -112,6 +115,16 @@ export function createClientApi(deps: {
           })),
         })),
       };
+    },
+
+    "models.list": async (_principal, params) => {
+      decodeParams(EmptyParams, params);
+      // What live workers serve, of the providers this deployment allows (the scripted test one
+      // is served by every worker but listed only where sessions may use it).
+      const listed = (deps.workers?.models() ?? []).filter(
+        (m) => !deps.models || deps.models.allows(m.provider),
+      );
+      return { models: listed, default: deps.models?.defaultModel ?? null };
     },
 
     "session.create": async (principal, params) => {

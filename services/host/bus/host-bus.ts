@@ -7,7 +7,7 @@ import { AppError } from "../../protocol/app-error.ts";
 import { decodeJson } from "../../protocol/envelope.ts";
 import { errorFields, type Logger } from "../../protocol/log.ts";
 import { AGENT_METHODS, type MethodSpec, methodSpec } from "../../protocol/methods.ts";
-import { decodeParams } from "../../protocol/schemas.ts";
+import { AgentHello, decodeParams } from "../../protocol/schemas.ts";
 import {
   agentSubject,
   HOST_SERVICE_NAME,
@@ -40,7 +40,8 @@ export async function startHostBus(deps: {
   client: Record<string, ClientHandler>;
   agent: Record<string, AgentHandler>;
   test: Record<string, AgentHandler> | null;
-  onWorkerHello: () => void;
+  /** A worker's hello: its body when it decodes (what it serves), else null. */
+  onWorkerHello: (hello: AgentHello | null) => void;
   /** Development mode also answers the shared `_INBOX.` (reply-rules.ts). */
   devMode: boolean;
   /** The worker an agent request proves to be from (a claim's workerId, a valid token's lease), or null. */
@@ -142,6 +143,17 @@ export async function startHostBus(deps: {
     );
 
   // Workers announce themselves; waiting offers are re-published at once.
-  nc.subscribe(agentSubject(prefix, "hello"), { callback: () => deps.onWorkerHello() });
+  nc.subscribe(agentSubject(prefix, "hello"), {
+    callback: (err, msg) => {
+      if (err) return;
+      let hello: AgentHello | null = null;
+      try {
+        hello = decodeParams(AgentHello, decodeJson(msg.data));
+      } catch {
+        // An undecodable hello still re-offers waiting turns; it announces nothing.
+      }
+      deps.onWorkerHello(hello);
+    },
+  });
   return service;
 }

@@ -33,6 +33,8 @@ export function createModelChoice(config: ModelChoiceConfig) {
   return {
     /** The default sessions get (null: a session must name its model). */
     defaultModel,
+    /** Whether sessions may use `provider` here. */
+    allows: allowed,
     /** The model a session.create or session.configure asks for, checked; refusal changes nothing. */
     choose(model: ModelConfig | undefined): ModelConfig {
       const chosen = model ?? defaultModel;

@@ -81,12 +81,14 @@ export function createSessionActors(deps: SessionActorDeps) {
     /** Drops what was cached for a session whose actor stopped (passivated or degraded). */
     forget(sessionId: string): void {
       audiences.delete(sessionId);
+      dispatcher.noteModel(sessionId, null);
     },
 
     /** Where the rows say the session stands; a turn a worker still leases stays leased. */
     async loadSession(sessionId: string): Promise<SessionFacts> {
       const row = await sessions.getRow(db, sessionId);
       audiences.set(row.id, { sessionId: row.id, owner: row.owner, approvers: row.approvers });
+      dispatcher.noteModel(row.id, { provider: row.provider, model: row.model });
       const { turn, pending, queuedExecutionTurnId } = await readSessionFacts(db, sessionId);
       return {
         mode: row.mode,
@@ -159,6 +161,7 @@ export function createSessionActors(deps: SessionActorDeps) {
         audiences.set(sessionId, { sessionId, owner: before.owner, approvers: changes.approvers });
       }
       const view = await publishSession(sessionId);
+      dispatcher.noteModel(sessionId, view.model);
       if (changes.mode) events.publish(audience(sessionId), "plan.changed", { state: view.planningState });
       return { mode: view.mode, result: view };
     },

@@ -39,13 +39,17 @@ export function createTurnDispatcher(deps: {
   );
   if (deps.onLeaseLost) notices.on("leaseLost", deps.onLeaseLost);
   const turns = new Map<string, Actor<typeof turnMachine>>();
+  /** Each loaded session's model, named in its offers so only a worker serving it claims. */
+  const models = new Map<string, { provider: string; model: string }>();
   const machine = turnMachine.provide({
     actions: {
-      publishOffer: ({ context: c }) =>
+      publishOffer: ({ context: c }) => {
+        const model = models.get(c.sessionId);
         nc.publish(
           agentSubject(prefix, "offer"),
-          encodeJson({ turnId: c.turnId, sessionId: c.sessionId, kind: c.kind }),
-        ),
+          encodeJson({ turnId: c.turnId, sessionId: c.sessionId, kind: c.kind, ...(model ? { model } : {}) }),
+        );
+      },
       // Only a leased turn has a worker to tell; the cancel goes under that worker's subjects.
       publishCancel: ({ context: c }) => {
         if (c.workerId)
@@ -145,6 +149,11 @@ export function createTurnDispatcher(deps: {
     /** Revokes the token without a cancel notice: the run parked normally (ExitPlanMode). */
     park(turnId: string | null): void {
       if (turnId) live(turnId)?.send({ type: "PARK" });
+    },
+    /** The session's model as its rows say now (loaded, configured); its offers name it. */
+    noteModel(sessionId: string, model: { provider: string; model: string } | null): void {
+      if (model) models.set(sessionId, model);
+      else models.delete(sessionId);
     },
     /** Revokes every leased turn with its cancel notice (the host is stopping). */
     revokeAll(): void {

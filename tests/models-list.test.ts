@@ -1,0 +1,91 @@
+// Explicit model choice across workers (issue #13 clause 2): two real workers, one with a
+// models.json serving `local-openai/m1` from a local server, one with pi-ai's built-ins only.
+// models.list shows what the live workers serve (and whether the key is configured); a turn of a
+// session on `local-openai/m1` is claimed only by the worker that serves it, never by the other.
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { afterAll, describe, expect, it } from "vitest";
+import type { ModelList, ProjectView, SessionView } from "../services/protocol/schemas.ts";
+import { type FakeProvider, startFakeOpenAI } from "./support/fake-providers.ts";
+import { turnEnded } from "./support/plans.ts";
+import { startWorker } from "./support/processes.ts";
+import { eventually } from "./support/stack.ts";
+import { useStack } from "./support/stack-fixture.ts";
+
+const DIR = mkdtempSync(path.join(os.tmpdir(), "pihost-mlist-"));
+const MODELS_FILE = path.join(DIR, "models.json");
+let openai: FakeProvider;
+
+const stack = useStack("mlist", {
+  host: true,
+  async prepare() {
+    openai = await startFakeOpenAI();
+    writeFileSync(
+      MODELS_FILE,
+      JSON.stringify({
+        providers: {
+          "local-openai": {
+            baseUrl: openai.baseUrl,
+            api: "openai-completions",
+            apiKey: "k",
+            models: [{ id: "m1" }],
+          },
+        },
+      }),
+    );
+  },
+});
+
+afterAll(async () => {
+  await openai?.close();
+  rmSync(DIR, { recursive: true, force: true });
+});
+
+describe("models.list and offers by model", () => {
+  it("lists what live workers serve; only the worker serving a session's model claims its turns", async () => {
+    // The plain worker first, so it would win every offer it took.
+    const plain = startWorker({ ...stack.env, extra: { PI_WORKER_ID: "plain" } });
+    await plain.waitForEvent("worker.ready");
+    const serving = startWorker({
+      ...stack.env,
+      extra: { PI_WORKER_ID: "serving", PI_MODELS_JSON: MODELS_FILE },
+    });
+    await serving.waitForEvent("worker.ready");
+    try {
+      const alice = stack.rpc("alice");
+      const list = await eventually(async () => {
+        const l = await alice.call<ModelList>("models.list");
+        return l.models.some((m) => m.provider === "local-openai") ? l : null;
+      });
+      expect(list.models.filter((m) => m.provider === "local-openai")).toEqual([
+        { provider: "local-openai", model: "m1", workers: 1, keyConfigured: true },
+      ]);
+      expect(list.default).toEqual({ provider: "scripted", model: "demo" });
+
+      const project = await alice.call<ProjectView>("projects.create", {
+        name: "ml",
+        workspaceRoot: stack.newWorkspace("ml"),
+      });
+      const session = await alice.call<SessionView>("session.create", {
+        projectId: project.id,
+        mode: "agent",
+        model: { provider: "local-openai", model: "m1" },
+      });
+      const events = stack.events(session.id);
+      for (let i = 0; i < 3; i++) {
+        openai.reply({ kind: "text", chunks: [`answer ${i}`] });
+        const { turnId } = await alice.call<{ turnId: string }>("session.prompt", {
+          sessionId: session.id,
+          text: `question ${i}`,
+        });
+        expect(await turnEnded(events, turnId, 30_000)).toMatchObject({ status: "completed" });
+        expect(serving.lines.some((l) => l.includes('"turn.claimed"') && l.includes(turnId))).toBe(true);
+        expect(plain.lines.some((l) => l.includes(turnId))).toBe(false);
+      }
+      events.stop();
+    } finally {
+      await Promise.all([plain.stop(), serving.stop()]);
+    }
+  }, 90_000);
+});
