@@ -3,7 +3,7 @@
 // documents. An Agent-mode session answers through the OpenAI-compatible and the Anthropic fake, a
 // model's tool call runs on the host and its result goes back to the model, and a model the file
 // lacks ends the turn with MODEL_NOT_CONFIGURED.
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
@@ -212,6 +212,79 @@ describe("models from PI_MODELS_JSON against local servers", () => {
     expect(live.length).toBeGreaterThan(3);
     expect(messageAt - live[0]!.at).toBeGreaterThan(1_500);
   });
+
+  it("a whole plan cycle through the OpenAI-compatible server: the offered tools and prompt follow the mode, the execution sees the planning turn and the plan", async () => {
+    const session = await agentSession("cycle", { provider: "local-openai", model: "qwen2.5-coder:7b" });
+    await stack.rpc("alice").call("session.configure", { sessionId: session.id, permissionMode: "auto" });
+    const markdown = "# Write out.txt\n\n1. Write `out.txt` with `done`.\n";
+    openai.reply(
+      { kind: "toolCall", name: "EnterPlanMode", args: {} },
+      { kind: "toolCall", name: "Read", args: { path: "README.md" } },
+      { kind: "toolCall", name: "Grep", args: { pattern: "fake" } },
+      { kind: "toolCall", name: "ExitPlanMode", args: { title: "Write out.txt", markdown, question: "Go?" } },
+    );
+    const before = openai.requests.length;
+    const events = stack.events(session.id);
+    await stack
+      .rpc("alice")
+      .call("session.prompt", { sessionId: session.id, text: "Plan, then write out.txt" });
+    const awaiting = (await events.waitFor(
+      (e) => e.type === "plan.changed" && (e as SessionEvent<"plan.changed">).state === "awaiting_approval",
+      30_000,
+    )) as SessionEvent<"plan.changed">;
+    const planning = openai.requests.slice(before);
+    expect(planning).toHaveLength(4);
+    const system = (r: (typeof planning)[number]) =>
+      String(((r.body.messages as Array<{ role: string; content: unknown }>)[0] ?? {}).content);
+    // Agent first (Write offered, no ExitPlanMode), then Plan (no Write, ExitPlanMode offered).
+    expect(toolNames(planning[0]!.body, "openai")).toEqual(
+      expect.arrayContaining(["Write", "EnterPlanMode"]),
+    );
+    expect(toolNames(planning[0]!.body, "openai")).not.toContain("ExitPlanMode");
+    for (const r of planning.slice(1)) {
+      expect(toolNames(r.body, "openai")).toEqual(expect.arrayContaining(["Read", "Grep", "ExitPlanMode"]));
+      expect(toolNames(r.body, "openai")).not.toContain("Write");
+      expect(system(r)).toContain("Plan mode");
+      expect(system(r)).toContain("as the only call of its batch");
+    }
+    expect(system(planning[0]!)).not.toContain("Plan mode:");
+
+    const proposal = awaiting.proposal!;
+    openai.reply(
+      { kind: "toolCall", name: "Write", args: { path: "out.txt", content: "done\n" } },
+      { kind: "text", chunks: ["Done."] },
+    );
+    const execStart = openai.requests.length;
+    await stack.rpc("alice").call("plans.resolve", {
+      proposalId: proposal.proposalId,
+      sessionId: proposal.sessionId,
+      turnId: proposal.turnId,
+      toolCallId: proposal.toolCallId,
+      action: "approve",
+      targetPermissionMode: "auto",
+    });
+    await events.waitFor(
+      (e) =>
+        e.type === "plan.changed" && (e as SessionEvent<"plan.changed">).execution?.state === "completed",
+      30_000,
+    );
+    const execution = openai.requests.slice(execStart);
+    expect(execution.length).toBe(2);
+    const sent = JSON.stringify(execution[0]!.body.messages);
+    // The planning turn's messages (the prompt, the Read of README.md) and the approved plan itself.
+    expect(sent).toContain("Plan, then write out.txt");
+    expect(sent).toContain("fake provider workspace");
+    expect(sent).toContain("1. Write `out.txt` with `done`.");
+    expect(toolNames(execution[0]!.body, "openai")).toContain("Write");
+    const ws = (
+      await stack.db.pool.query(
+        "SELECT p.workspace_root FROM sessions s JOIN projects p ON p.id = s.project_id WHERE s.id = $1",
+        [session.id],
+      )
+    ).rows[0].workspace_root as string;
+    expect(readFileSync(path.join(ws, "out.txt"), "utf8")).toBe("done\n");
+    events.stop();
+  }, 90_000);
 
   it("a model the file does not list ends the turn with MODEL_NOT_CONFIGURED and calls no server", async () => {
     const session = await agentSession("unknown-model", {
