@@ -286,16 +286,16 @@ describe("models from PI_MODELS_JSON against local servers", () => {
     events.stop();
   }, 90_000);
 
-  it("a model the file does not list ends the turn with MODEL_NOT_CONFIGURED and calls no server", async () => {
-    const session = await agentSession("unknown-model", {
-      provider: "local-openai",
-      model: "not-in-the-file",
-    });
+  it("a model no live worker serves is MODEL_NOT_CONFIGURED at session.create, and no server is called", async () => {
     const before = openai.requests.length;
-    const { ended } = await promptTurn(session, "Anyone there?");
-
-    expect(ended).toMatchObject({ status: "error", code: "MODEL_NOT_CONFIGURED" });
-    expect(ended.reason).toMatch(/^model "not-in-the-file" is not one of provider local-openai's/);
+    let refusal: unknown;
+    try {
+      await agentSession("unknown-model", { provider: "local-openai", model: "not-in-the-file" });
+    } catch (err) {
+      refusal = err;
+    }
+    expect(refusal).toMatchObject({ code: "MODEL_NOT_CONFIGURED" });
+    expect(String((refusal as Error).message)).toMatch(/no live worker serves local-openai\/not-in-the-file/);
     expect(openai.requests.length).toBe(before);
   });
 

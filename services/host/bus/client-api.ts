@@ -13,6 +13,7 @@ import {
   SessionPromptParams,
   SessionRef,
   EmptyParams,
+  type ModelConfig,
 } from "../../protocol/schemas.ts";
 import { type ClientApiMethod, PROTOCOL_VERSION } from "../../protocol/subjects.ts";
 import { splitProposal } from "../sessions/plan-events.ts";
@@ -22,7 +23,7 @@ import type { PlanStore } from "../store/plan-store.ts";
 import { assertApproversAreMembers } from "../store/project-members.ts";
 import type { ProjectStore } from "../store/project-store.ts";
 import type { SessionSupervisor } from "../sessions/session-supervisor.ts";
-import type { ModelChoice } from "../sessions/model-choice.ts";
+import { type ModelChoice, SCRIPTED_PROVIDER } from "../sessions/model-choice.ts";
 import type { WorkerRegistry } from "../sessions/worker-registry.ts";
 import { countSessionLeases, turnOfIdempotencyKey } from "../store/session-facts.ts";
 import { canAccess, type SessionRow, type SessionStore } from "../store/session-store.ts";
@@ -62,8 +63,8 @@ export function createClientApi(deps: {
   natsReachable?: () => boolean;
   /** Which model a session runs (sessions/model-choice.ts); none: any, the scripted demo by default. */
   models?: ModelChoice;
-  /** The workers heard from lately and what they serve (models.list). */
-  workers?: Pick<WorkerRegistry, "models">;
+  /** The workers heard from lately and what they serve (models.list, session.create). */
+  workers?: Pick<WorkerRegistry, "models" | "serves">;
   /**
    * The most file bytes one artifacts.read page carries: three quarters of half the server's
    * max_payload, so the base64 reply stays within it (docs/protocol.md "Message bounds").
@@ -72,6 +73,25 @@ export function createClientApi(deps: {
 }): Record<ClientApiMethod, ClientHandler> {
   const { db, sessions, plans, supervisor } = deps;
   const pageBound = Math.max(1, Math.floor(deps.maxPageBytes ?? DEFAULT_MAX_PAGE_BYTES));
+
+  /**
+   * The model a session asks for, chosen (model-choice.ts) and, when workers have been heard from,
+   * served by one of them with its key (else MODEL_NOT_CONFIGURED: its turns would wait forever).
+   */
+  function chooseModel(model: ModelConfig | undefined): ModelConfig | undefined {
+    const chosen = deps.models ? deps.models.choose(model) : model;
+    if (
+      chosen &&
+      chosen.provider !== SCRIPTED_PROVIDER &&
+      deps.workers?.serves(chosen.provider, chosen.model) === false
+    )
+      throw new AppError(
+        "MODEL_NOT_CONFIGURED",
+        `no live worker serves ${chosen.provider}/${chosen.model} with a key (models.list shows what they serve)`,
+        { details: { provider: chosen.provider, model: chosen.model } },
+      );
+    return chosen;
+  }
 
   async function sessionFor(principal: string, sessionId: string, ownerOnly = false): Promise<SessionRow> {
     const row = await sessions.getRow(db, sessionId);
@@ -129,7 +149,7 @@ export function createClientApi(deps: {
 
     "session.create": async (principal, params) => {
       const p = decodeParams(SessionCreateParams, params);
-      const model = deps.models ? deps.models.choose(p.model) : p.model;
+      const model = chooseModel(p.model);
       return sessions.createSession(principal, { ...p, ...(model ? { model } : {}) }, deps.hostId);
     },
 
@@ -146,7 +166,7 @@ export function createClientApi(deps: {
     "session.configure": async (principal, params) => {
       const p = decodeParams(SessionConfigureParams, params);
       const row = await sessionFor(principal, p.sessionId, true);
-      if (p.model && deps.models) deps.models.choose(p.model);
+      if (p.model) chooseModel(p.model);
       // Only members may be named approver (a later removal ends their rights: project-members.ts).
       await assertApproversAreMembers(db, row.project_id, p.approvers);
       return supervisor.request(p.sessionId, (reply) => ({ type: "CONFIGURE", params: p, reply }));

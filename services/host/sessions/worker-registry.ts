@@ -26,6 +26,21 @@ export function createWorkerRegistry(deps: { clock: Clock }) {
       workers.set(hello.workerId, { serves: hello.serves ?? [], at: deps.clock.now() });
       if (workers.size > MAX_WORKERS) workers.delete(workers.keys().next().value!);
     },
+    /** Workers heard from within WORKER_FORGET_MS. */
+    liveWorkers(): number {
+      const now = deps.clock.now();
+      let n = 0;
+      for (const w of workers.values()) if (now - w.at <= WORKER_FORGET_MS) n++;
+      return n;
+    },
+    /**
+     * Whether a live worker serves `provider/model` with its key configured; null when no worker
+     * has been heard from (right after a host start): then nobody can say.
+     */
+    serves(provider: string, model: string): boolean | null {
+      if (this.liveWorkers() === 0) return null;
+      return this.models().some((m) => m.provider === provider && m.model === model && m.keyConfigured);
+    },
     /** Every model a live worker serves, sorted by provider and model. */
     models(): ServedModel[] {
       const now = deps.clock.now();
