@@ -2,44 +2,21 @@
 // models.json serving `local-openai/m1` from a local server, one with pi-ai's built-ins only.
 // models.list shows what the live workers serve (and whether the key is configured); a turn of a
 // session on `local-openai/m1` is claimed only by the worker that serves it, never by the other.
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import os from "node:os";
-import path from "node:path";
-import { afterAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import type { ModelList, ProjectView, SessionView } from "../services/protocol/schemas.ts";
-import { type FakeProvider, startFakeOpenAI } from "./support/fake-providers.ts";
+import { useFakeOpenAIModels } from "./support/fake-providers.ts";
 import { turnEnded } from "./support/plans.ts";
 import { startWorker } from "./support/processes.ts";
 import { eventually } from "./support/stack.ts";
 import { useStack } from "./support/stack-fixture.ts";
 
-const DIR = mkdtempSync(path.join(os.tmpdir(), "pihost-mlist-"));
-const MODELS_FILE = path.join(DIR, "models.json");
-let openai: FakeProvider;
+const fake = useFakeOpenAIModels();
 
 const stack = useStack("mlist", {
   host: true,
   async prepare() {
-    openai = await startFakeOpenAI();
-    writeFileSync(
-      MODELS_FILE,
-      JSON.stringify({
-        providers: {
-          "local-openai": {
-            baseUrl: openai.baseUrl,
-            api: "openai-completions",
-            apiKey: "k",
-            models: [{ id: "m1" }],
-          },
-        },
-      }),
-    );
+    await fake.start();
   },
-});
-
-afterAll(async () => {
-  await openai?.close();
-  rmSync(DIR, { recursive: true, force: true });
 });
 
 describe("models.list and offers by model", () => {
@@ -49,7 +26,7 @@ describe("models.list and offers by model", () => {
     await plain.waitForEvent("worker.ready");
     const serving = startWorker({
       ...stack.env,
-      extra: { PI_WORKER_ID: "serving", PI_MODELS_JSON: MODELS_FILE },
+      extra: { PI_WORKER_ID: "serving", PI_MODELS_JSON: fake.file },
     });
     await serving.waitForEvent("worker.ready");
     try {
@@ -74,7 +51,7 @@ describe("models.list and offers by model", () => {
       });
       const events = stack.events(session.id);
       for (let i = 0; i < 3; i++) {
-        openai.reply({ kind: "text", chunks: [`answer ${i}`] });
+        fake.openai().reply({ kind: "text", chunks: [`answer ${i}`] });
         const { turnId } = await alice.call<{ turnId: string }>("session.prompt", {
           sessionId: session.id,
           text: `question ${i}`,

@@ -235,7 +235,7 @@ describe("models from PI_MODELS_JSON against local servers", () => {
     const planning = openai.requests.slice(before);
     expect(planning).toHaveLength(4);
     const system = (r: (typeof planning)[number]) =>
-      String(((r.body.messages as Array<{ role: string; content: unknown }>)[0] ?? {}).content);
+      String((r.body.messages as Array<{ role: string; content: unknown }>)[0]?.content);
     // Agent first (Write offered, no ExitPlanMode), then Plan (no Write, ExitPlanMode offered).
     expect(toolNames(planning[0]!.body, "openai")).toEqual(
       expect.arrayContaining(["Write", "EnterPlanMode"]),

@@ -3,45 +3,22 @@
 // ends aborted with its code (WORKER_STOPPED; TURN_LEASE_EXPIRED after the lease when killed), the
 // model server records no further request for it, and the next prompt's turn runs on the second
 // worker, whose model request carries the earlier messages: one context, any worker.
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import os from "node:os";
-import path from "node:path";
-import { afterAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import type { SessionEvent } from "../services/protocol/events.ts";
 import type { ProjectView, SessionView } from "../services/protocol/schemas.ts";
-import { type FakeProvider, startFakeOpenAI } from "./support/fake-providers.ts";
+import { useFakeOpenAIModels } from "./support/fake-providers.ts";
 import { turnEnded } from "./support/plans.ts";
 import { eventually } from "./support/stack.ts";
 import { useStack } from "./support/stack-fixture.ts";
 
-const DIR = mkdtempSync(path.join(os.tmpdir(), "pihost-wstop-"));
-const MODELS_FILE = path.join(DIR, "models.json");
-let openai: FakeProvider;
+const fake = useFakeOpenAIModels();
 
 const stack = useStack("wstop", {
-  extra: { PI_MODELS_JSON: MODELS_FILE, PI_TURN_LEASE_MS: "2000", PI_TURN_HEARTBEAT_MS: "300" },
+  extra: { PI_MODELS_JSON: fake.file, PI_TURN_LEASE_MS: "2000", PI_TURN_HEARTBEAT_MS: "300" },
   host: true,
   async prepare() {
-    openai = await startFakeOpenAI();
-    writeFileSync(
-      MODELS_FILE,
-      JSON.stringify({
-        providers: {
-          "local-openai": {
-            baseUrl: openai.baseUrl,
-            api: "openai-completions",
-            apiKey: "k",
-            models: [{ id: "m1" }],
-          },
-        },
-      }),
-    );
+    await fake.start();
   },
-});
-
-afterAll(async () => {
-  await openai?.close();
-  rmSync(DIR, { recursive: true, force: true });
 });
 
 const contents = (body: Record<string, unknown>) => JSON.stringify((body.messages as unknown[]) ?? []);
@@ -58,31 +35,33 @@ async function stopMidTurn(how: "SIGTERM" | "SIGKILL", code: string) {
   const events = stack.events(session.id);
   const first = await stack.startWorker();
   // A slow reply: 40 chunks 150 ms apart; the worker is stopped while it streams.
-  openai.reply({ kind: "text", chunks: Array.from({ length: 40 }, (_, i) => `slow ${i} `), delayMs: 150 });
-  const before = openai.requests.length;
+  fake
+    .openai()
+    .reply({ kind: "text", chunks: Array.from({ length: 40 }, (_, i) => `slow ${i} `), delayMs: 150 });
+  const before = fake.openai().requests.length;
   const { turnId } = await alice.call<{ turnId: string }>("session.prompt", {
     sessionId: session.id,
     text: `first prompt (${how})`,
   });
-  await eventually(async () => openai.requests.length > before, 20_000, "the model request");
+  await eventually(async () => fake.openai().requests.length > before, 20_000, "the model request");
   await new Promise((r) => setTimeout(r, 600));
   if (how === "SIGTERM") await first.stop();
   else await first.kill();
   const ended = (await turnEnded(events, turnId, 30_000)) as SessionEvent<"turn.ended">;
   expect(ended).toMatchObject({ status: "aborted", code });
-  const requestsOfTurn = openai.requests.length;
+  const requestsOfTurn = fake.openai().requests.length;
   await new Promise((r) => setTimeout(r, 1_000));
-  expect(openai.requests.length).toBe(requestsOfTurn);
+  expect(fake.openai().requests.length).toBe(requestsOfTurn);
 
   // The next prompt runs on a second worker, with the earlier messages in its request.
   const second = await stack.startWorker();
-  openai.reply({ kind: "text", chunks: ["second answer"] });
+  fake.openai().reply({ kind: "text", chunks: ["second answer"] });
   const next = await alice.call<{ turnId: string }>("session.prompt", {
     sessionId: session.id,
     text: "second prompt",
   });
   expect(await turnEnded(events, next.turnId, 30_000)).toMatchObject({ status: "completed" });
-  const last = openai.requests.at(-1)!;
+  const last = fake.openai().requests.at(-1)!;
   expect(contents(last.body)).toContain(`first prompt (${how})`);
   expect(contents(last.body)).toContain("second prompt");
   expect(second.lines.join("\n")).toContain(next.turnId);

@@ -1,8 +1,12 @@
 // Local stand-ins for model providers: an OpenAI chat-completions server and an Anthropic messages
 // server on free loopback ports, each answering from a queue of scripted replies and recording
 // every request body. Nothing here knows pi-host; tests point a models.json at `baseUrl`.
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
+import os from "node:os";
+import path from "node:path";
+import { afterAll } from "vitest";
 
 /** A streamed text answer: chunks sent one by one, each after its optional delay. */
 export interface TextReply {
@@ -203,4 +207,37 @@ export function startFakeAnthropic(): Promise<FakeProvider> {
     });
     event("message_stop", {});
   });
+}
+
+/**
+ * For the calling test file: a fake OpenAI-compatible server and a models.json (in a temporary
+ * folder, removed after the file) naming it as provider `local-openai` with model `m1`, key `k`.
+ * `file` is known at once (give it to the workers as PI_MODELS_JSON); `start()` (in a stack's
+ * `prepare`) starts the server and writes the file; `openai()` is the server.
+ */
+export function useFakeOpenAIModels(): { file: string; start(): Promise<void>; openai(): FakeProvider } {
+  const dir = mkdtempSync(path.join(os.tmpdir(), "pihost-models-"));
+  const file = path.join(dir, "models.json");
+  let server: FakeProvider | undefined;
+  afterAll(async () => {
+    await server?.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+  return {
+    file,
+    async start() {
+      server = await startFakeOpenAI();
+      const provider = {
+        baseUrl: server.baseUrl,
+        api: "openai-completions",
+        apiKey: "k",
+        models: [{ id: "m1" }],
+      };
+      writeFileSync(file, JSON.stringify({ providers: { "local-openai": provider } }));
+    },
+    openai() {
+      if (!server) throw new Error("useFakeOpenAIModels: start() has not run");
+      return server;
+    },
+  };
 }
