@@ -213,78 +213,91 @@ describe("models from PI_MODELS_JSON against local servers", () => {
     expect(messageAt - live[0]!.at).toBeGreaterThan(1_500);
   });
 
-  it("a whole plan cycle through the OpenAI-compatible server: the offered tools and prompt follow the mode, the execution sees the planning turn and the plan", async () => {
-    const session = await agentSession("cycle", { provider: "local-openai", model: "qwen2.5-coder:7b" });
-    await stack.rpc("alice").call("session.configure", { sessionId: session.id, permissionMode: "auto" });
-    const markdown = "# Write out.txt\n\n1. Write `out.txt` with `done`.\n";
-    openai.reply(
-      { kind: "toolCall", name: "EnterPlanMode", args: {} },
-      { kind: "toolCall", name: "Read", args: { path: "README.md" } },
-      { kind: "toolCall", name: "Grep", args: { pattern: "fake" } },
-      { kind: "toolCall", name: "ExitPlanMode", args: { title: "Write out.txt", markdown, question: "Go?" } },
-    );
-    const before = openai.requests.length;
-    const events = stack.events(session.id);
-    await stack
-      .rpc("alice")
-      .call("session.prompt", { sessionId: session.id, text: "Plan, then write out.txt" });
-    const awaiting = (await events.waitFor(
-      (e) => e.type === "plan.changed" && (e as SessionEvent<"plan.changed">).state === "awaiting_approval",
-      30_000,
-    )) as SessionEvent<"plan.changed">;
-    const planning = openai.requests.slice(before);
-    expect(planning).toHaveLength(4);
-    const system = (r: (typeof planning)[number]) =>
-      String((r.body.messages as Array<{ role: string; content: unknown }>)[0]?.content);
-    // Agent first (Write offered, no ExitPlanMode), then Plan (no Write, ExitPlanMode offered).
-    expect(toolNames(planning[0]!.body, "openai")).toEqual(
-      expect.arrayContaining(["Write", "EnterPlanMode"]),
-    );
-    expect(toolNames(planning[0]!.body, "openai")).not.toContain("ExitPlanMode");
-    for (const r of planning.slice(1)) {
-      expect(toolNames(r.body, "openai")).toEqual(expect.arrayContaining(["Read", "Grep", "ExitPlanMode"]));
-      expect(toolNames(r.body, "openai")).not.toContain("Write");
-      expect(system(r)).toContain("Plan mode");
-      expect(system(r)).toContain("as the only call of its batch");
-    }
-    expect(system(planning[0]!)).not.toContain("Plan mode:");
+  it.each([
+    { api: "openai" as const, provider: "local-openai", model: "qwen2.5-coder:7b" },
+    { api: "anthropic" as const, provider: "local-anthropic", model: "claude-local" },
+  ])(
+    "a whole plan cycle through the $api server: the offered tools and prompt follow the mode, the execution sees the planning turn and the plan",
+    async ({ api, provider, model }) => {
+      const fake = api === "openai" ? openai : anthropic;
+      const session = await agentSession(`cycle-${api}`, { provider, model });
+      await stack.rpc("alice").call("session.configure", { sessionId: session.id, permissionMode: "auto" });
+      const markdown = "# Write out.txt\n\n1. Write `out.txt` with `done`.\n";
+      fake.reply(
+        { kind: "toolCall", name: "EnterPlanMode", args: {} },
+        { kind: "toolCall", name: "Read", args: { path: "README.md" } },
+        { kind: "toolCall", name: "Grep", args: { pattern: "fake" } },
+        {
+          kind: "toolCall",
+          name: "ExitPlanMode",
+          args: { title: "Write out.txt", markdown, question: "Go?" },
+        },
+      );
+      const before = fake.requests.length;
+      const events = stack.events(session.id);
+      await stack
+        .rpc("alice")
+        .call("session.prompt", { sessionId: session.id, text: "Plan, then write out.txt" });
+      const awaiting = (await events.waitFor(
+        (e) => e.type === "plan.changed" && (e as SessionEvent<"plan.changed">).state === "awaiting_approval",
+        30_000,
+      )) as SessionEvent<"plan.changed">;
+      const planning = fake.requests.slice(before);
+      expect(planning).toHaveLength(4);
+      // OpenAI: the first message is the system prompt; Anthropic: the `system` field.
+      const system = (r: (typeof planning)[number]) =>
+        api === "openai"
+          ? String((r.body.messages as Array<{ role: string; content: unknown }>)[0]?.content)
+          : JSON.stringify(r.body.system);
+      // Agent first (Write offered, no ExitPlanMode), then Plan (no Write, ExitPlanMode offered).
+      expect(toolNames(planning[0]!.body, api)).toEqual(expect.arrayContaining(["Write", "EnterPlanMode"]));
+      expect(toolNames(planning[0]!.body, api)).not.toContain("ExitPlanMode");
+      for (const r of planning.slice(1)) {
+        expect(toolNames(r.body, api)).toEqual(expect.arrayContaining(["Read", "Grep", "ExitPlanMode"]));
+        expect(toolNames(r.body, api)).not.toContain("Write");
+        expect(system(r)).toContain("Plan mode");
+        expect(system(r)).toContain("as the only call of its batch");
+      }
+      expect(system(planning[0]!)).not.toContain("Plan mode:");
 
-    const proposal = awaiting.proposal!;
-    openai.reply(
-      { kind: "toolCall", name: "Write", args: { path: "out.txt", content: "done\n" } },
-      { kind: "text", chunks: ["Done."] },
-    );
-    const execStart = openai.requests.length;
-    await stack.rpc("alice").call("plans.resolve", {
-      proposalId: proposal.proposalId,
-      sessionId: proposal.sessionId,
-      turnId: proposal.turnId,
-      toolCallId: proposal.toolCallId,
-      action: "approve",
-      targetPermissionMode: "auto",
-    });
-    await events.waitFor(
-      (e) =>
-        e.type === "plan.changed" && (e as SessionEvent<"plan.changed">).execution?.state === "completed",
-      30_000,
-    );
-    const execution = openai.requests.slice(execStart);
-    expect(execution.length).toBe(2);
-    const sent = JSON.stringify(execution[0]!.body.messages);
-    // The planning turn's messages (the prompt, the Read of README.md) and the approved plan itself.
-    expect(sent).toContain("Plan, then write out.txt");
-    expect(sent).toContain("fake provider workspace");
-    expect(sent).toContain("1. Write `out.txt` with `done`.");
-    expect(toolNames(execution[0]!.body, "openai")).toContain("Write");
-    const ws = (
-      await stack.db.pool.query(
-        "SELECT p.workspace_root FROM sessions s JOIN projects p ON p.id = s.project_id WHERE s.id = $1",
-        [session.id],
-      )
-    ).rows[0].workspace_root as string;
-    expect(readFileSync(path.join(ws, "out.txt"), "utf8")).toBe("done\n");
-    events.stop();
-  }, 90_000);
+      const proposal = awaiting.proposal!;
+      fake.reply(
+        { kind: "toolCall", name: "Write", args: { path: "out.txt", content: "done\n" } },
+        { kind: "text", chunks: ["Done."] },
+      );
+      const execStart = fake.requests.length;
+      await stack.rpc("alice").call("plans.resolve", {
+        proposalId: proposal.proposalId,
+        sessionId: proposal.sessionId,
+        turnId: proposal.turnId,
+        toolCallId: proposal.toolCallId,
+        action: "approve",
+        targetPermissionMode: "auto",
+      });
+      await events.waitFor(
+        (e) =>
+          e.type === "plan.changed" && (e as SessionEvent<"plan.changed">).execution?.state === "completed",
+        30_000,
+      );
+      const execution = fake.requests.slice(execStart);
+      expect(execution.length).toBe(2);
+      const sent = JSON.stringify(execution[0]!.body.messages);
+      // The planning turn's messages (the prompt, the Read of README.md) and the approved plan itself.
+      expect(sent).toContain("Plan, then write out.txt");
+      expect(sent).toContain("fake provider workspace");
+      expect(sent).toContain("1. Write `out.txt` with `done`.");
+      expect(toolNames(execution[0]!.body, api)).toContain("Write");
+      const ws = (
+        await stack.db.pool.query(
+          "SELECT p.workspace_root FROM sessions s JOIN projects p ON p.id = s.project_id WHERE s.id = $1",
+          [session.id],
+        )
+      ).rows[0].workspace_root as string;
+      expect(readFileSync(path.join(ws, "out.txt"), "utf8")).toBe("done\n");
+      events.stop();
+    },
+    90_000,
+  );
 
   it("a model no live worker serves is MODEL_NOT_CONFIGURED at session.create, and no server is called", async () => {
     const before = openai.requests.length;
@@ -320,6 +333,48 @@ describe("models from PI_MODELS_JSON against local servers", () => {
       reason: "401 Incorrect API key provided: ollama.",
     });
   });
+
+  it.each([
+    {
+      status: 429,
+      headers: { "retry-after": "1" },
+      message: "Rate limit reached for requests",
+      code: "PROVIDER_RATE_LIMITED",
+      // The client library retries twice (honouring retry-after) before the call fails.
+      times: 3,
+    },
+    {
+      status: 500,
+      message: "The server had an error while processing your request.",
+      code: "PROVIDER_ERROR",
+      times: 3,
+    },
+    {
+      status: 400,
+      message:
+        "This model's maximum context length is 8192 tokens. However, your messages resulted in 9000 tokens. Please reduce the length of the messages.",
+      code: "CONTEXT_TOO_LARGE",
+      times: 1,
+    },
+  ])(
+    "a provider's $status ends the turn $code with its message",
+    async ({ status, headers, message, code, times }) => {
+      const session = await agentSession(`openai-${status}`, {
+        provider: "local-openai",
+        model: "qwen2.5-coder:7b",
+      });
+      for (let i = 0; i < times; i++)
+        openai.reply({
+          kind: "error",
+          status,
+          ...(headers ? { headers } : {}),
+          body: { error: { message, type: "server_error" } },
+        });
+      const { ended } = await promptTurn(session, "Hello?");
+      expect(ended).toMatchObject({ status: "error", code, reason: `${status} ${message}` });
+    },
+    30_000,
+  );
 
   it("a server that refuses connections ends the turn PROVIDER_UNREACHABLE", async () => {
     const session = await agentSession("refused", { provider: "local-down", model: "nobody-home" });
