@@ -155,7 +155,17 @@ describe("models from PI_MODELS_JSON against local servers", () => {
         { kind: "toolCall", name: "Glob", args: { pattern: "*.md" }, id: `call_glob_${api}` },
         { kind: "text", chunks: ["There is a README."] },
       );
+      const live: Array<{ kind: string; text: string; toolCallId?: string }> = [];
+      const sub = stack.nc.subscribe(liveSubject(stack.env.prefix, "alice", session.id), {
+        callback: (_e, m) => {
+          live.push(...(decodeJson(m.data) as { chunks: typeof live }).chunks);
+        },
+      });
+      await stack.nc.flush();
       const { turnId, ended, events } = await promptTurn(session, "Which markdown files are there?");
+      sub.unsubscribe();
+      // The call was shown live as the model emitted it, before the host ran it.
+      expect(live).toContainEqual({ kind: "toolCall", text: "Glob", toolCallId: `call_glob_${api}` });
 
       expect(ended).toMatchObject({ status: "completed" });
       expect(events.find((e) => e.type === "tool.result")).toMatchObject({

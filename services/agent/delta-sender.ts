@@ -6,10 +6,10 @@ import { MAX_DELTA_CHARS } from "../protocol/agent-schemas.ts";
 import type { TypedAgentClient } from "../protocol/rpc-client.ts";
 
 export const DELTA_INTERVAL_MS = 50;
-type Kind = "text" | "thinking";
+type Kind = "text" | "thinking" | "toolCall";
 
 export function createDeltaSender(opts: { client: TypedAgentClient; turnId: string; token: string }) {
-  let chunks: Array<{ kind: Kind; text: string }> = [];
+  let chunks: Array<{ kind: Kind; text: string; toolCallId?: string }> = [];
   let timer: NodeJS.Timeout | null = null;
   let index = 0;
   let chain: Promise<void> = Promise.resolve();
@@ -26,6 +26,7 @@ export function createDeltaSender(opts: { client: TypedAgentClient; turnId: stri
           index: index++,
           kind: c.kind,
           text: c.text.slice(i, i + MAX_DELTA_CHARS),
+          ...(c.toolCallId ? { toolCallId: c.toolCallId } : {}),
         };
         chain = chain.then(
           () => opts.client.call("delta", params).then(() => {}),
@@ -36,12 +37,12 @@ export function createDeltaSender(opts: { client: TypedAgentClient; turnId: stri
   }
 
   return {
-    /** One delta of the model's stream. */
-    push(kind: Kind, text: string): void {
+    /** One delta of the model's stream; a tool call (its name and id) as the model emits it. */
+    push(kind: Kind, text: string, toolCallId?: string): void {
       if (!text) return;
       const last = chunks.at(-1);
-      if (last?.kind === kind) last.text += text;
-      else chunks.push({ kind, text });
+      if (kind !== "toolCall" && last?.kind === kind) last.text += text;
+      else chunks.push({ kind, text, ...(toolCallId ? { toolCallId } : {}) });
       timer ??= setTimeout(send, DELTA_INTERVAL_MS);
     },
     /** Sends what waits and resolves when every delta so far was answered (before the final message). */

@@ -265,6 +265,7 @@ export function startTurn(assignment: TurnAssignment, deps: TurnRunnerDeps): Run
         const e = event.assistantMessageEvent;
         if (e.type === "text_delta") deltas.push("text", e.delta);
         else if (e.type === "thinking_delta") deltas.push("thinking", e.delta);
+        else if (e.type === "toolcall_end") deltas.push("toolCall", e.toolCall.name, e.toolCall.id);
         return;
       }
       if (event.type !== "message_end") return;

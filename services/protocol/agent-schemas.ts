@@ -85,8 +85,10 @@ export const DeltaParams = Type.Object(
   {
     ...TurnAuth,
     index: Type.Integer({ minimum: 0, maximum: Number.MAX_SAFE_INTEGER }),
-    kind: Type.Union([Type.Literal("text"), Type.Literal("thinking")]),
+    kind: Type.Union([Type.Literal("text"), Type.Literal("thinking"), Type.Literal("toolCall")]),
+    /** For `toolCall`: the tool's name as the model emitted it (its arguments follow in the message). */
     text: Type.String({ minLength: 1, maxLength: MAX_DELTA_CHARS }),
+    toolCallId: Type.Optional(Type.String({ minLength: 1, maxLength: 256 })),
   },
   { additionalProperties: false },
 );

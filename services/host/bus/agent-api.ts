@@ -187,7 +187,7 @@ export function createAgentApi(deps: {
     delta: async (params) => {
       const lease = authorize(params);
       const p = decodeParams(DeltaParams, sanitizeText(params).value);
-      deps.live?.push(lease.sessionId, lease.turnId, p.kind, p.text);
+      deps.live?.push(lease.sessionId, lease.turnId, p.kind, p.text, p.toolCallId);
       return { ok: true };
     },
 

@@ -16,10 +16,15 @@ export const LIVE_INTERVAL_MS = 100;
 /** Characters a turn may have waiting; more (a model far faster than people read) is dropped and counted. */
 const MAX_PENDING_CHARS = 512 * 1024;
 
-type Kind = "text" | "thinking";
+type Kind = "text" | "thinking" | "toolCall";
+interface Chunk {
+  kind: Kind;
+  text: string;
+  toolCallId?: string;
+}
 interface Pending {
   sessionId: string;
-  chunks: Array<{ kind: Kind; text: string }>;
+  chunks: Chunk[];
   chars: number;
   dropped: number;
   timer: ReturnType<Clock["setTimeout"]> | null;
@@ -38,13 +43,13 @@ export function createLiveOutput(deps: {
   const turns = new Map<string, Pending>();
 
   /** The next message of a turn: its first MAX_DELTA_CHARS characters, kinds kept in order. */
-  function take(p: Pending): Array<{ kind: Kind; text: string }> {
-    const out: Array<{ kind: Kind; text: string }> = [];
+  function take(p: Pending): Chunk[] {
+    const out: Chunk[] = [];
     let room = MAX_DELTA_CHARS;
     while (room > 0 && p.chunks.length > 0) {
       const c = p.chunks[0]!;
       const piece = c.text.slice(0, room);
-      out.push({ kind: c.kind, text: piece });
+      out.push({ kind: c.kind, text: piece, ...(c.toolCallId ? { toolCallId: c.toolCallId } : {}) });
       room -= piece.length;
       p.chars -= piece.length;
       if (piece.length === c.text.length) p.chunks.shift();
@@ -89,7 +94,7 @@ export function createLiveOutput(deps: {
 
   return {
     /** One delta of a turn; published with what else arrives within the interval. */
-    push(sessionId: string, turnId: string, kind: Kind, text: string): void {
+    push(sessionId: string, turnId: string, kind: Kind, text: string, toolCallId?: string): void {
       let p = turns.get(turnId);
       if (!p) {
         p = { sessionId, chunks: [], chars: 0, dropped: 0, timer: null, lastAt: 0 };
@@ -99,8 +104,8 @@ export function createLiveOutput(deps: {
         p.dropped += text.length;
       } else {
         const last = p.chunks.at(-1);
-        if (last?.kind === kind) last.text += text;
-        else p.chunks.push({ kind, text });
+        if (kind !== "toolCall" && last?.kind === kind) last.text += text;
+        else p.chunks.push({ kind, text, ...(toolCallId ? { toolCallId } : {}) });
         p.chars += text.length;
       }
       schedule(turnId, p);
