@@ -13,6 +13,17 @@ describe("formatEvent", () => {
     expect(formatEvent(ev("turn.ended", { turnId: "t1", status: "aborted", code: "TURN_ABORTED" }))).toEqual([
       "turn ended: t1 aborted (TURN_ABORTED)",
     ]);
+    // A provider's failure: its code and its own message, as the person needs them.
+    expect(
+      formatEvent(
+        ev("turn.ended", {
+          turnId: "t1",
+          status: "error",
+          code: "PROVIDER_UNAUTHORIZED",
+          reason: "401 Incorrect API key provided: sk-bad.",
+        }),
+      ),
+    ).toEqual(["turn ended: t1 error (PROVIDER_UNAUTHORIZED): 401 Incorrect API key provided: sk-bad."]);
   });
 
   it("formats assistant text", () => {
