@@ -386,6 +386,38 @@ describe("models from PI_MODELS_JSON against local servers", () => {
     30_000,
   );
 
+  it.each([
+    {
+      status: 401,
+      type: "authentication_error",
+      message: "invalid x-api-key",
+      code: "PROVIDER_UNAUTHORIZED",
+      times: 1,
+    },
+    {
+      status: 429,
+      type: "rate_limit_error",
+      message: "Number of request tokens has exceeded your per-minute rate limit",
+      code: "PROVIDER_RATE_LIMITED",
+      times: 3,
+    },
+    { status: 529, type: "overloaded_error", message: "Overloaded", code: "PROVIDER_ERROR", times: 3 },
+  ])(
+    "the Anthropic fake's $status ends the turn $code with its message",
+    async ({ status, type, message, code, times }) => {
+      const session = await agentSession(`anthropic-${status}`, {
+        provider: "local-anthropic",
+        model: "claude-local",
+      });
+      const body = { type: "error", error: { type, message } };
+      for (let i = 0; i < times; i++)
+        anthropic.reply({ kind: "error", status, headers: { "retry-after": "1" }, body });
+      const { ended } = await promptTurn(session, "Hello?");
+      expect(ended).toMatchObject({ status: "error", code, reason: `${status} ${JSON.stringify(body)}` });
+    },
+    30_000,
+  );
+
   it("a server that refuses connections ends the turn PROVIDER_UNREACHABLE", async () => {
     const session = await agentSession("refused", { provider: "local-down", model: "nobody-home" });
     const { ended } = await promptTurn(session, "Hello?");
