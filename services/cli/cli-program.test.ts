@@ -105,6 +105,31 @@ describe("usage errors are refused before anything is sent", () => {
     expect(r.stderr).toContain("Usage: pihost");
   });
 
+  it("--version prints the CLI's and the protocol's version, exit 0", async () => {
+    const r = await cli(["--version"], null);
+    expect(r.code).toBe(0);
+    expect(r.stdout).toMatch(/^pihost \d+\.\d+\.\d+ \(protocol 1\)\n$/);
+  });
+
+  it("with --json an error is one JSON object on stderr, with its code, message and retriability", async () => {
+    const { bus } = fakeBus({
+      "host.hello": () => {
+        throw new AppError("HOST_FENCED", "superseded");
+      },
+    });
+    const r = await cli(["--json", "hello"], bus);
+    expect(r.code).toBe(1);
+    expect(JSON.parse(r.stderr)).toEqual({
+      error: { code: "HOST_FENCED", message: "superseded", retriable: true },
+    });
+    const usage = await cli(
+      ["--json", "session", "create", "--project", "p1", "--script", "missing.json"],
+      null,
+    );
+    expect(usage.code).toBe(2);
+    expect(JSON.parse(usage.stderr).error).toMatchObject({ code: "USAGE", retriable: false });
+  });
+
   it("prints help with exit 0", async () => {
     const r = await cli(["--help"], null);
     expect(r.code).toBe(0);

@@ -1,6 +1,8 @@
 // The `pihost` command tree (commander) and its one error-to-exit-code mapping; each command group is
 // one file under commands/. Every effect comes in through CliDeps, so tests run the real parser
 // without NATS. Exit codes: 0 ok, 1 error or a turn that ended aborted/error, 2 usage.
+import { readFileSync } from "node:fs";
+import path from "node:path";
 import { Command, CommanderError } from "commander";
 import { AppError } from "../protocol/app-error.ts";
 import { PROTOCOL_VERSION } from "../protocol/subjects.ts";
@@ -16,9 +18,15 @@ import { formatHello } from "./view-format.ts";
 
 export type { CliDeps } from "./cli-run.ts";
 
+/** The package's version (the CLI and the host ship together). */
+const VERSION: string = JSON.parse(
+  readFileSync(path.resolve(import.meta.dirname, "../../package.json"), "utf8"),
+).version;
+
 function buildProgram(run: Run): Command {
   const program = new Command("pihost")
     .description("pi-host command line: projects, sessions, prompts and plan approvals over NATS")
+    .version(`pihost ${VERSION} (protocol ${PROTOCOL_VERSION})`, "-V, --version")
     .option("--json", "print raw result JSON (and one JSON event per line when following a turn)")
     .exitOverride()
     .configureOutput({
@@ -47,8 +55,21 @@ function buildProgram(run: Run): Command {
   return program;
 }
 
-/** Writes `error CODE: message` for any failure and returns the exit code; only here. */
-function reportError(run: Run, err: unknown): number {
+/**
+ * Writes `error CODE: message` for any failure (with --json: one JSON object
+ * `{"error": {code, message, retriable, details?}}` on stderr) and returns the exit code; only here.
+ */
+function reportError(run: Run, err: unknown, json: boolean): number {
+  if (json && !(err instanceof CommanderError)) {
+    const e =
+      err instanceof AppError
+        ? err.toWire()
+        : err instanceof UsageError || err instanceof CliError
+          ? { code: err.code, message: err.message, retriable: err instanceof CliError }
+          : { code: "INTERNAL", message: err instanceof Error ? err.message : String(err), retriable: true };
+    run.deps.stderr(`${JSON.stringify({ error: e })}\n`);
+    return err instanceof UsageError ? 2 : 1;
+  }
   if (err instanceof CommanderError) {
     // Commander already printed its message (through outputError); help/version exit 0.
     return err.exitCode === 0 ? 0 : 2;
@@ -72,7 +93,7 @@ export async function runCli(args: string[], deps: CliDeps): Promise<number> {
     await buildProgram(run).parseAsync(args, { from: "user" });
     return run.exitCode;
   } catch (err) {
-    return reportError(run, err);
+    return reportError(run, err, args.includes("--json"));
   } finally {
     await run.bus?.close().catch(() => {});
   }

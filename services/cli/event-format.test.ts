@@ -26,6 +26,37 @@ describe("formatEvent", () => {
     ).toEqual(["turn ended: t1 error (PROVIDER_UNAUTHORIZED): 401 Incorrect API key provided: sk-bad."]);
   });
 
+  it("a permission prompt says what, how risky, until when, and how to answer", () => {
+    expect(
+      formatEvent(
+        ev("permission.requested", {
+          requestId: "perm_1",
+          turnId: "t1",
+          toolCallId: "c1",
+          tool: "Bash",
+          risk: "high",
+          preview: { command: "rm -rf build" },
+          deadline: "2026-12-01T16:00:00.000Z",
+        }),
+      ),
+    ).toEqual([
+      'permission needed: Bash (high) {"command":"rm -rf build"} until 2026-12-01T16:00:00.000Z',
+      "  answer: pihost permissions allow perm_1   (or allow-session, deny)",
+    ]);
+    expect(
+      formatEvent(
+        ev("permission.resolved", {
+          requestId: "perm_1",
+          turnId: "t1",
+          toolCallId: "c1",
+          tool: "Bash",
+          decision: "deny",
+          code: "PERMISSION_TIMEOUT",
+        }),
+      ),
+    ).toEqual(["permission deny: Bash (PERMISSION_TIMEOUT)"]);
+  });
+
   it("formats assistant text", () => {
     expect(formatEvent(ev("message", { turnId: "t1", role: "assistant", text: "Hello" }))).toEqual([
       "assistant: Hello",

@@ -100,6 +100,18 @@ export function formatEvent(e: SessionEvent): string[] {
     }
     case "plan.changed":
       return formatPlanChanged(e as SessionEvent<"plan.changed">);
+    case "permission.requested": {
+      // A person is needed now: what, how risky, until when, and the exact commands to answer.
+      const p = e as SessionEvent<"permission.requested">;
+      return [
+        `permission needed: ${p.tool} (${p.risk}) ${clip(JSON.stringify(p.preview), MAX_RESULT)} until ${p.deadline}`,
+        `  answer: pihost permissions allow ${p.requestId}   (or allow-session, deny)`,
+      ];
+    }
+    case "permission.resolved": {
+      const p = e as SessionEvent<"permission.resolved">;
+      return [`permission ${p.decision}: ${p.tool}${p.code ? ` (${p.code})` : ""}`];
+    }
     case "session.changed": {
       const s = e as SessionEvent<"session.changed">;
       return [`session: mode ${s.mode}, permissions ${s.permissionMode}, planning ${s.planningState}`];

@@ -12,6 +12,13 @@ function osUserName(): string | undefined {
   }
 }
 
+// A reader that went away (`pihost ... | head -3`) ends the command quietly, never with a stack trace.
+for (const stream of [process.stdout, process.stderr])
+  stream.on("error", (err: NodeJS.ErrnoException) => {
+    if (err.code === "EPIPE") process.exit(process.exitCode ?? 0);
+    throw err;
+  });
+
 process.exitCode = await runCli(process.argv.slice(2), {
   env: process.env,
   cwd: process.cwd(),
