@@ -45,7 +45,12 @@ function fakeBus(handlers: Record<string, Handler>, eventsAfter: Record<string, 
   return { bus, log };
 }
 
-async function cli(args: string[], bus: CliBus | null, files: Record<string, string> = {}) {
+async function cli(
+  args: string[],
+  bus: CliBus | null,
+  files: Record<string, string> = {},
+  extra: Partial<CliDeps> = {},
+) {
   let stdout = "";
   let stderr = "";
   const configs: CliConfig[] = [];
@@ -69,6 +74,7 @@ async function cli(args: string[], bus: CliBus | null, files: Record<string, str
       if (text === undefined) throw new Error(`ENOENT: ${file}`);
       return text;
     },
+    ...extra,
   };
   const code = await runCli(args, deps);
   return { code, stdout, stderr, connected: configs.length > 0 };
@@ -416,6 +422,21 @@ describe("prompt", () => {
     expect(r.stdout).toContain("plan awaiting approval: p1");
     expect(r.stdout).toContain("pihost plans approve p1 --mode MODE");
     expect(r.stdout).toContain("pihost plans reject p1");
+  });
+
+  it("says plainly when no worker has claimed the turn, once, and says nothing when one has", async () => {
+    const { bus } = fakeBus({ "session.prompt": () => ({ turnId: "t1" }) });
+    const r = await cli(["prompt", "s1", "hi", "--timeout", "1"], bus, {}, { claimNoticeMs: 50 });
+    expect(r.code).toBe(1);
+    expect(r.stdout.match(/waiting: no worker has claimed t1 yet/g)).toHaveLength(1);
+    expect(r.stderr).toMatch(/error TIMEOUT/);
+    const claimed = fakeBus(
+      { "session.prompt": () => ({ turnId: "t1" }) },
+      { "session.prompt": [ev("turn.claimed", { turnId: "t1", workerId: "w1" })] },
+    );
+    const r2 = await cli(["prompt", "s1", "hi", "--timeout", "1"], claimed.bus, {}, { claimNoticeMs: 50 });
+    expect(r2.stdout).toContain("turn claimed: t1 by worker w1");
+    expect(r2.stdout).not.toContain("no worker has claimed");
   });
 
   it("exits 1 when the turn ends aborted", async () => {

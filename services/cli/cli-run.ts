@@ -16,6 +16,8 @@ export interface CliDeps {
   stderr(text: string): void;
   connect(config: CliConfig): Promise<CliBus>;
   readFile(file: string): Promise<string>;
+  /** Tests only: how long a follower waits before saying no worker claimed the turn (CLAIM_NOTICE_MS). */
+  claimNoticeMs?: number;
 }
 
 export const DEFAULT_TIMEOUT_SECONDS = "300";
@@ -46,7 +48,13 @@ export function isJson(cmd: Command): boolean {
   return cmd.optsWithGlobals<{ json?: boolean }>().json === true;
 }
 
-/** Prints what follows `state` until it is done; a deadline passing is a local TIMEOUT (exit 1). */
+/** How long a follower waits for a worker to claim the followed turn before it says none has. */
+export const CLAIM_NOTICE_MS = 5_000;
+
+/**
+ * Prints what follows `state` until it is done; a deadline passing is a local TIMEOUT (exit 1).
+ * A followed turn no worker has claimed within CLAIM_NOTICE_MS is said plainly, once.
+ */
 export async function follow(
   run: Run,
   sub: EventSubscription,
@@ -56,8 +64,28 @@ export async function follow(
 ) {
   const deadline = Date.now() + ms;
   let state = state0;
+  let claimed = false;
+  let noticeAt: number | null = Date.now() + (run.deps.claimNoticeMs ?? CLAIM_NOTICE_MS);
   for (;;) {
-    const e: SessionEvent | null = await sub.next(deadline);
+    const e: SessionEvent | null = await sub.next(
+      noticeAt !== null ? Math.min(noticeAt, deadline) : deadline,
+    );
+    if (e === null && noticeAt !== null && Date.now() < deadline) {
+      noticeAt = null;
+      if (!claimed) {
+        const what =
+          state.target.turnId ?? `the execution of ${(state.target as { proposalId: string }).proposalId}`;
+        const notice = `waiting: no worker has claimed ${what} yet; is an agent worker running that serves this session's model? (pihost models)`;
+        if (json) run.deps.stderr(`${JSON.stringify({ notice: "NO_WORKER_CLAIMED", message: notice })}\n`);
+        else out(run, [notice]);
+      }
+      continue;
+    }
+    if (
+      e?.type === "turn.claimed" &&
+      (state.target.turnId === null || (e as SessionEvent<"turn.claimed">).turnId === state.target.turnId)
+    )
+      claimed = true;
     if (e === null) {
       const what =
         state.target.kind === "turn"

@@ -77,6 +77,10 @@ export function formatEvent(e: SessionEvent): string[] {
       const t = e as SessionEvent<"turn.started">;
       return [`turn started: ${t.turnId} (${t.kind})`];
     }
+    case "turn.claimed": {
+      const t = e as SessionEvent<"turn.claimed">;
+      return [`turn claimed: ${t.turnId} by worker ${t.workerId}`];
+    }
     case "turn.ended": {
       const t = e as SessionEvent<"turn.ended">;
       return [

@@ -23,6 +23,8 @@ export interface EventBodies {
     version: number;
   };
   "turn.started": { turnId: string; kind: TurnKind };
+  /** A worker took the turn (its lease began): until then no model runs for it. */
+  "turn.claimed": { turnId: string; workerId: string };
   /** `reason`: what the worker or host said about a failed end (bounded text), for people. */
   "turn.ended": { turnId: string; status: TurnStatus; code?: ErrorCode; reason?: string };
   message: { turnId: string; role: "assistant"; text: string };
@@ -77,6 +79,7 @@ export type EventType = keyof EventBodies;
 export const EVENT_TYPES: EventType[] = [
   "session.changed",
   "turn.started",
+  "turn.claimed",
   "turn.ended",
   "message",
   "tool.called",

@@ -214,6 +214,8 @@ export function createSessionActors(deps: SessionActorDeps) {
         leaseMs: deps.leaseMs,
         heartbeatMs: deps.heartbeatMs,
       };
+      // People see that a worker took it (a follower says plainly when none has).
+      events.publish(audience(sessionId), "turn.claimed", { turnId, workerId });
       return { activeTurnId: turnId, result: assignment };
     },
 
