@@ -72,6 +72,7 @@ describe("README: use your own model", () => {
       child.on("close", (code) => resolve({ code, out }));
     });
     expect(r.code, r.out).toBe(0);
+    expect(r.out).toMatch(/^local\/qwen2\.5-coder:7b {2}1 worker$/m);
     expect(r.out).toMatch(/^assistant: Hello!$/m);
     expect(r.out).toMatch(/^turn ended: \S+ completed$/m);
     // The server was asked for the model the session named, by the worker (the client sent no URL).

@@ -58,6 +58,7 @@ export function createAgentWorker(opts: AgentWorkerOptions) {
     return found.ok && found.apiKey !== undefined;
   };
   let helloTimer: NodeJS.Timeout | undefined;
+  let rollcallSub: Subscription | undefined;
 
   function onOffer(data: Uint8Array): void {
     if (stopping) return;
@@ -117,6 +118,12 @@ export function createAgentWorker(opts: AgentWorkerOptions) {
           else onOffer(msg.data);
         },
       });
+      // A host that starts asks every worker to say hello again (models.list).
+      rollcallSub = nc.subscribe(agentSubject(prefix, "rollcall"), {
+        callback: () => {
+          if (!stopping) hello();
+        },
+      });
       await nc.flush();
       hello();
       // Again every HELLO_INTERVAL_MS: the host forgets a worker it has not heard from (models.list).
@@ -145,6 +152,7 @@ export function createAgentWorker(opts: AgentWorkerOptions) {
       if (stopping) return;
       stopping = true;
       clearInterval(helloTimer);
+      rollcallSub?.unsubscribe();
       if (offerSub && !offerSub.isClosed()) await offerSub.drain().catch(() => {});
       // Each turn ends WORKER_STOPPED (aborted on the host, its execution interrupted), never replayed.
       for (const turn of running.values()) turn.abort("worker shutting down", "WORKER_STOPPED");

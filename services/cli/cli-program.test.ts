@@ -144,6 +144,39 @@ describe("usage errors are refused before anything is sent", () => {
 });
 
 describe("commands", () => {
+  it("status and models say what the host holds and what its workers serve", async () => {
+    const { bus } = fakeBus({
+      "host.status": () => ({
+        hostId: "h1",
+        sessions: { active: 2, passivated: 1, degraded: [] },
+        uptimeMs: 61_000,
+        reachable: { database: true, nats: false },
+        projectOverlaps: [],
+      }),
+      "models.list": () => ({
+        models: [
+          { provider: "local", model: "qwen", workers: 2, keyConfigured: true },
+          { provider: "openai", model: "gpt-x", workers: 1, keyConfigured: false },
+        ],
+        default: null,
+      }),
+    });
+    const s = await cli(["status"], bus);
+    expect(s.code).toBe(0);
+    expect(s.stdout).toContain("host h1, up 61 s");
+    expect(s.stdout).toContain("database: reachable, NATS: NOT reachable");
+    expect(s.stdout).toContain("sessions: 2 active, 1 passivated, 0 degraded");
+    const m = await cli(["models"], bus);
+    expect(m.stdout.split("\n")).toEqual([
+      "local/qwen  2 workers",
+      "openai/gpt-x  1 worker, no key configured",
+      "default: none (sessions must name a model)",
+      "",
+    ]);
+    const j = await cli(["models", "--json"], bus);
+    expect(JSON.parse(j.stdout).models).toHaveLength(2);
+  });
+
   it("hello sends the protocol version", async () => {
     const { bus, log } = fakeBus({
       "host.hello": () => ({ protocolVersion: 1, hostId: "h1", devMode: true }),

@@ -9,6 +9,7 @@ import { PROTOCOL_VERSION } from "../protocol/subjects.ts";
 import { CliError, UsageError } from "./cli-error.ts";
 import { bus, type CliDeps, isJson, out, outJson, type Run } from "./cli-run.ts";
 import { addNatsConfigCommand } from "./commands/nats-config.ts";
+import { addHostCommands } from "./commands/host.ts";
 import { addPermissionCommands } from "./commands/permissions.ts";
 import { addPlanCommands } from "./commands/plans.ts";
 import { addProjectCommands } from "./commands/project.ts";
@@ -46,6 +47,7 @@ function buildProgram(run: Run): Command {
       if (isJson(cmd)) outJson(run, r);
       else out(run, formatHello(r));
     });
+  addHostCommands(program, run);
   addProjectCommands(program, run);
   addSessionCommands(program, run);
   addPromptCommands(program, run);

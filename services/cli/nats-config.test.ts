@@ -89,7 +89,7 @@ describe("the permissions of each role", () => {
       name: "w",
       role: "worker",
       publish: { allow: agent },
-      subscribe: ["tp.agent.offer workers", "tp.agent.cancel.w.>", "_INBOX_w.>"],
+      subscribe: ["tp.agent.offer workers", "tp.agent.rollcall", "tp.agent.cancel.w.>", "_INBOX_w.>"],
     });
     expect(byName.plug).toEqual({
       name: "plug",
@@ -102,7 +102,15 @@ describe("the permissions of each role", () => {
       name: "h1",
       role: "host",
       publish: {
-        allow: ["tp.evt.>", "tp.live.>", "tp.agent.offer", "tp.agent.cancel.>", "tp.plugin.>", "$JS.API.>"],
+        allow: [
+          "tp.evt.>",
+          "tp.live.>",
+          "tp.agent.offer",
+          "tp.agent.rollcall",
+          "tp.agent.cancel.>",
+          "tp.plugin.>",
+          "$JS.API.>",
+        ],
       },
       subscribe: ["_INBOX_h1.>"],
     });
@@ -557,5 +565,17 @@ describe("pihost nats-config", () => {
     expect(badCost).toMatchObject({ code: 2 });
     expect(badCost.stderr).toMatch(/--bcrypt-cost must be a whole number from 4 to 31/);
     await expect(stat(path.join(dir, "nats.conf"))).rejects.toThrow(/ENOENT/);
+  });
+});
+
+describe("infra/nats-team.example.conf", () => {
+  it("is what the command writes for infra/team.example.yaml, password hashes aside", async () => {
+    const root = path.resolve(import.meta.dirname, "../..");
+    const team = parseTeam(await readFile(path.join(root, "infra/team.example.yaml"), "utf8"));
+    const fresh = generateNatsConfig(team, { bcryptCost: 4 }).config;
+    const kept = await readFile(path.join(root, "infra/nats-team.example.conf"), "utf8");
+    const noHashes = (conf: string) =>
+      conf.replace(/password: "\$2[aby]\$\d\d\$[^"]+"/g, 'password: "<hash>"');
+    expect(noHashes(kept)).toBe(noHashes(fresh));
   });
 });

@@ -355,7 +355,7 @@ export function parseSecrets(text: string, source = "secrets.json"): Secrets {
 export function natsUsers(team: Team): NatsUser[] {
   const P = team.prefix;
   const users: NatsUser[] = [];
-  const agent = (name: (typeof WORKER_REQUESTS)[number] | "offer") => agentSubject(P, name);
+  const agent = (name: (typeof WORKER_REQUESTS)[number] | "offer" | "rollcall") => agentSubject(P, name);
   const inboxes = [...team.people.map((p) => p.name), ...team.workers].map((x) => `${inboxPrefix(x)}.>`);
   for (const host of team.hosts) {
     users.push({
@@ -366,6 +366,7 @@ export function natsUsers(team: Team): NatsUser[] {
           eventWildcard(P),
           `${P}.live.>`,
           agent("offer"),
+          agent("rollcall"),
           `${P}.agent.cancel.>`,
           `${P}.plugin.>`,
           "$JS.API.>",
@@ -387,7 +388,12 @@ export function natsUsers(team: Team): NatsUser[] {
       role: "worker",
       publish: { allow: WORKER_REQUESTS.map(agent) },
       // `subject queue`: the offer only as a member of the queue group `workers`.
-      subscribe: [`${agent("offer")} ${WORKER_QUEUE}`, workerCancelWildcard(P, w), `${inboxPrefix(w)}.>`],
+      subscribe: [
+        `${agent("offer")} ${WORKER_QUEUE}`,
+        agent("rollcall"),
+        workerCancelWildcard(P, w),
+        `${inboxPrefix(w)}.>`,
+      ],
     });
   }
   for (const p of team.plugins) {
@@ -439,10 +445,11 @@ function header(team: Team): string[] {
     `# Rules (prefix ${P}):`,
     `# - person N: publish ${P}.rpc.N.> (admins also $SRV.>); subscribe ${P}.evt.N.>, ${P}.live.N.>, _INBOX_N.>.`,
     `# - worker W: publish ${P}.agent.{${WORKER_REQUESTS.join(",")}};`,
-    `#   subscribe ${P}.agent.offer in queue group workers only, ${P}.agent.cancel.W.>, _INBOX_W.>.`,
+    `#   subscribe ${P}.agent.offer in queue group workers only, ${P}.agent.rollcall, ${P}.agent.cancel.W.>, _INBOX_W.>.`,
     `# - plugin user with id I: subscribe ${P}.plugin.I.>; publishes nothing but one reply to each`,
     "#   request it received (allow_responses, within nats-server's default 2 minutes).",
-    `# - host H: publish ${P}.evt.>, ${P}.live.>, ${P}.agent.offer, ${P}.agent.cancel.>, ${P}.plugin.>, $JS.API.>;`,
+    `# - host H: publish ${P}.evt.>, ${P}.live.>, ${P}.agent.offer, ${P}.agent.rollcall, ${P}.agent.cancel.>,`,
+    `#   ${P}.plugin.>, $JS.API.>;`,
     "#   subscribe _INBOX_H.>.",
     `# - host rpc user H-rpc: subscribe ${P}.rpc.>, the worker requests above, $SRV.>; publish only`,
     "#   _INBOX_x.> of every person and worker x (no JetStream, no events, no cancels).",

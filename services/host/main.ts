@@ -4,7 +4,7 @@ import { readFileSync } from "node:fs";
 import path from "node:path";
 import { connect } from "@nats-io/transport-node";
 import { errorFields, createLogger } from "../protocol/log.ts";
-import { inboxPrefix } from "../protocol/subjects.ts";
+import { agentSubject, inboxPrefix } from "../protocol/subjects.ts";
 import { createAgentApi, workerOfRequest } from "./bus/agent-api.ts";
 import { createRefusalRecorder } from "./bus/reply-rules.ts";
 import { createBodyParts } from "./bus/body-parts.ts";
@@ -372,6 +372,8 @@ async function main(): Promise<void> {
   await scheduler.start();
   await nc.flush();
   await rpcNc.flush();
+  // Every worker says hello again (what it serves: models.list) now that this host listens.
+  nc.publish(agentSubject(config.prefix, "rollcall"));
   log.info("host.ready", {
     hostId: config.hostId,
     prefix: config.prefix,

@@ -28,7 +28,7 @@ export function parseRpcSubject(
 }
 
 /** Agent-worker subjects: `<prefix>.agent.<name>` (claim, context, append, heartbeat, tools.execute, ...). */
-export function agentSubject(prefix: string, name: AgentMethod | "offer" | "hello"): string {
+export function agentSubject(prefix: string, name: AgentMethod | "offer" | "hello" | "rollcall"): string {
   return `${prefix}.agent.${name}`;
 }
 
