@@ -112,6 +112,11 @@ describe("permission prompts", () => {
     expect(await refusalCode(resolve("alice", ev.requestId, "allow-once"))).toBe(
       "PERMISSION_ALREADY_RESOLVED",
     );
+    // The same answer again (a retry) is the recorded result, as approving a plan twice is.
+    expect(await resolve("alice", ev.requestId, "deny")).toMatchObject({
+      status: "denied",
+      decision: "deny",
+    });
     expect(await pending("alice", session.id)).toEqual([]);
 
     const audit = await stack.db.pool.query(

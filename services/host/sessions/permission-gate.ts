@@ -225,6 +225,9 @@ export function createPermissionGate(deps: {
         if (!canAccess(row, principal)) throw new AppError("FORBIDDEN");
         if (row.status !== "pending") {
           if (row.code === "PERMISSION_TIMEOUT") throw new AppError("PERMISSION_TIMEOUT");
+          // The same answer again by the same person (a retry): the recorded result, as for plans.
+          if (row.principal === principal && row.decision === p.decision)
+            return { row, hostCode: null, decision: row.decision, code: row.code, recorded: true };
           throw new AppError("PERMISSION_ALREADY_RESOLVED", undefined, {
             details: { status: row.status, decision: row.decision, code: row.code },
           });
@@ -253,8 +256,9 @@ export function createPermissionGate(deps: {
           code,
           details: { requestId: row.id, tool: row.tool, ...(hostCode ? { requested: p.decision } : {}) },
         });
-        return { row: answered, hostCode, decision, code };
+        return { row: answered, hostCode, decision, code, recorded: false };
       });
+      if (outcome.recorded) return view(outcome.row);
       const w = waiters.get(p.requestId);
       if (w) {
         publishResolved(w, outcome.decision, outcome.code ?? undefined);
