@@ -8,7 +8,14 @@ import path from "node:path";
 import { describe, expect, it } from "vitest";
 import type { SessionEvent } from "../services/protocol/events.ts";
 import type { ProjectView, ProposalView, SessionView } from "../services/protocol/schemas.ts";
-import { approvalRow, exitPlanStep, newPlanSession, submitted, turnEnded } from "./support/plans.ts";
+import {
+  approvalRow,
+  approveProposal,
+  exitPlanStep,
+  newPlanSession,
+  submitted,
+  turnEnded,
+} from "./support/plans.ts";
 import { eventually } from "./support/stack.ts";
 import { useStack } from "./support/stack-fixture.ts";
 import { promptAndClaim } from "./support/worker-double.ts";
@@ -88,14 +95,7 @@ describe("every end is announced with its reason", () => {
     const worker = await stack.startWorker();
     await stack.rpc("alice").call("session.prompt", { sessionId: session.id, text: "plan" });
     const proposal = await submitted(events);
-    await stack.rpc("alice").call<ProposalView>("plans.resolve", {
-      proposalId: proposal.proposalId,
-      sessionId: proposal.sessionId,
-      turnId: proposal.turnId,
-      toolCallId: proposal.toolCallId,
-      action: "approve",
-      targetPermissionMode: "auto",
-    });
+    await approveProposal(stack, proposal, "auto");
     const execTurn = (await approvalRow(stack, proposal.proposalId)).execution_turn_id!;
     await events.waitFor(
       (e) => e.type === "turn.started" && (e as SessionEvent<"turn.started">).turnId === execTurn,

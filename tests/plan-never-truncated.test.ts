@@ -13,7 +13,7 @@ import { callBounded, createPartJoiner } from "../services/agent/bounded-call.ts
 import type { ContextPage } from "../services/protocol/agent-schemas.ts";
 import { agentClient } from "../services/protocol/rpc-client.ts";
 import type { ProposalView, ToolExecuteResult, TurnAssignment } from "../services/protocol/schemas.ts";
-import { approvalRow, newPlanSession, submitted } from "./support/plans.ts";
+import { approvalRow, approveProposal, newPlanSession, submitted } from "./support/plans.ts";
 import { useStack } from "./support/stack-fixture.ts";
 import { promptAndClaim } from "./support/worker-double.ts";
 
@@ -110,14 +110,7 @@ describe("a plan is never truncated", () => {
     }
     expect(createHash("sha256").update(Buffer.concat(chunks)).digest("hex")).toBe(sha);
 
-    await alice.call<ProposalView>("plans.resolve", {
-      proposalId: proposal.proposalId,
-      sessionId: proposal.sessionId,
-      turnId: proposal.turnId,
-      toolCallId: proposal.toolCallId,
-      action: "approve",
-      targetPermissionMode: "auto",
-    });
+    await approveProposal(stack, proposal, "auto");
     const execTurn = (await approvalRow(stack, proposal.proposalId)).execution_turn_id!;
     const exec = await worker.call("claim", { turnId: execTurn, workerId: "testworker" });
     const context = await contextOf(exec);

@@ -12,7 +12,7 @@ import type { SessionEvent } from "../services/protocol/events.ts";
 import { liveSubject } from "../services/protocol/subjects.ts";
 import type { ProjectView, SessionView } from "../services/protocol/schemas.ts";
 import { type FakeProvider, startFakeAnthropic, startFakeOpenAI } from "./support/fake-providers.ts";
-import { turnEnded } from "./support/plans.ts";
+import { approveProposal, turnEnded } from "./support/plans.ts";
 import { spawnTs } from "./support/processes.ts";
 import { useStack } from "./support/stack-fixture.ts";
 
@@ -276,14 +276,7 @@ describe("models from PI_MODELS_JSON against local servers", () => {
         { kind: "text", chunks: ["Done."] },
       );
       const execStart = fake.requests.length;
-      await stack.rpc("alice").call("plans.resolve", {
-        proposalId: proposal.proposalId,
-        sessionId: proposal.sessionId,
-        turnId: proposal.turnId,
-        toolCallId: proposal.toolCallId,
-        action: "approve",
-        targetPermissionMode: "auto",
-      });
+      await approveProposal(stack, proposal, "auto");
       await events.waitFor(
         (e) =>
           e.type === "plan.changed" && (e as SessionEvent<"plan.changed">).execution?.state === "completed",

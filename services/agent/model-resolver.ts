@@ -3,7 +3,7 @@
 // and key come from the catalogue. A config that cannot run is a value with a code, not a throw.
 import type { Api, Model } from "@mariozechner/pi-ai";
 import type { ModelConfig } from "../protocol/schemas.ts";
-import { builtInModels, type ModelRegistry } from "./models-config.ts";
+import type { ModelRegistry } from "./models-config.ts";
 import { createScriptedModel, SCRIPTED_PROVIDER, scriptFor } from "./scripted-provider.ts";
 
 export const MODEL_NOT_CONFIGURED = "MODEL_NOT_CONFIGURED";

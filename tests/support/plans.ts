@@ -4,7 +4,7 @@ import { execFileSync } from "node:child_process";
 import { chmodSync, mkdirSync } from "node:fs";
 import path from "node:path";
 import type { SessionEvent } from "../../services/protocol/events.ts";
-import type { ProjectView, ScriptStep, SessionView } from "../../services/protocol/schemas.ts";
+import type { ProjectView, ProposalView, ScriptStep, SessionView } from "../../services/protocol/schemas.ts";
 import { addMembers, type EventCollector, eventually, type Stack } from "./stack.ts";
 
 /**
@@ -54,6 +54,18 @@ export async function newPlanSession(
 
 export const isPlanChanged = (e: SessionEvent): e is SessionEvent<"plan.changed"> =>
   e.type === "plan.changed";
+
+/** `principal` approves the proposal with `mode` for its execution (the identity fields from the view). */
+export function approveProposal(stack: Stack, proposal: ProposalView, mode: string, principal = "alice") {
+  return stack.rpc(principal).call<ProposalView>("plans.resolve", {
+    proposalId: proposal.proposalId,
+    sessionId: proposal.sessionId,
+    turnId: proposal.turnId,
+    toolCallId: proposal.toolCallId,
+    action: "approve",
+    targetPermissionMode: mode,
+  });
+}
 
 /** The proposal of the first `plan.changed` awaiting approval. */
 export async function submitted(events: EventCollector) {

@@ -26,8 +26,7 @@ import { type RefusedReply, replyRefusal } from "./reply-rules.ts";
  * (docs/protocol.md, "Agent-worker protocol"), so a token-gated body is left to its handler, which
  * checks the token first and then decodes with the same schema.
  */
-function decodeBody(spec: MethodSpec, data: Uint8Array): unknown {
-  const body = decodeJson(data);
+function decodeBody(spec: MethodSpec, body: unknown): unknown {
   return spec.gate === "token" ? body : decodeParams(spec.params, body);
 }
 
@@ -62,14 +61,15 @@ export async function startHostBus(deps: {
 
   /**
    * `onError` names the log event of a subscription error (none: ignored); `callerOf` says who the
-   * message proves to be from, so that only that caller's inbox is answered.
+   * message proves to be from, so that only that caller's inbox is answered. The body is parsed
+   * once, here, for both (a body that is not JSON proves no caller and is refused by `serve`).
    */
   const endpoint = (
     name: string,
     subject: string,
     onError: string | null,
-    callerOf: (msg: ServiceMsg) => string | null,
-    serve: (msg: ServiceMsg) => Promise<unknown>,
+    callerOf: (msg: ServiceMsg, body: unknown) => string | null,
+    serve: (msg: ServiceMsg, body: unknown) => Promise<unknown>,
   ) =>
     service.addEndpoint(name, {
       subject,
@@ -78,18 +78,22 @@ export async function startHostBus(deps: {
           if (onError) log.error(onError, errorFields(err));
           return;
         }
-        let caller: string | null = null;
+        let body: unknown;
+        let bodyError: unknown = null;
         try {
-          caller = callerOf(msg);
-        } catch {
-          // A body that is not JSON proves no caller; the handler refuses it as always.
+          body = decodeJson(msg.data);
+        } catch (e) {
+          bodyError = e;
         }
+        const caller = callerOf(msg, body);
         const reason = replyRefusal(msg.reply, caller, deps.devMode);
         if (reason) {
           deps.onReplyRefused({ subject: msg.subject, reply: msg.reply, caller, reason });
           return;
         }
-        replier.reply(msg, subject, () => serve(msg));
+        replier.reply(msg, subject, () =>
+          bodyError !== null ? Promise.reject(bodyError) : serve(msg, body),
+        );
       },
     });
 
@@ -99,7 +103,7 @@ export async function startHostBus(deps: {
     return parsed && SUBJECT_TOKEN.test(parsed.principal) ? parsed.principal : null;
   };
 
-  endpoint("rpc", rpcWildcard(prefix), "host.rpc_subscription", principalOf, async (msg) => {
+  endpoint("rpc", rpcWildcard(prefix), "host.rpc_subscription", principalOf, async (msg, body) => {
     const parsed = parseRpcSubject(prefix, msg.subject);
     if (!parsed || !SUBJECT_TOKEN.test(parsed.principal))
       throw new AppError("INVALID_PARAMS", "malformed subject");
@@ -108,7 +112,7 @@ export async function startHostBus(deps: {
     // Only client methods are served here: a worker method on an rpc subject is unknown.
     if (spec?.caller !== "person" || !handler)
       throw new AppError("UNKNOWN_METHOD", `no method ${parsed.method}`);
-    return handler(parsed.principal, decodeBody(spec, msg.data));
+    return handler(parsed.principal, decodeBody(spec, body));
   });
 
   for (const method of AGENT_METHODS) {
@@ -120,8 +124,8 @@ export async function startHostBus(deps: {
       name,
       agentSubject(prefix, method),
       "host.agent_subscription",
-      (msg) => deps.workerOf(method, decodeJson(msg.data)),
-      async (msg) => handler(decodeBody(spec, msg.data)),
+      (_msg, body) => deps.workerOf(method, body),
+      async (_msg, body) => handler(decodeBody(spec, body)),
     );
   }
 
@@ -133,12 +137,12 @@ export async function startHostBus(deps: {
       testSubject(prefix, ">"),
       null,
       () => null,
-      async (msg) => {
+      async (msg, body) => {
         if (!deps.test) throw new AppError("TEST_HOOKS_DISABLED");
         const name = msg.subject.slice(testSubject(prefix, "").length);
         const handler = Object.hasOwn(deps.test, name) ? deps.test[name] : undefined;
         if (!handler) throw new AppError("UNKNOWN_METHOD", `no test hook ${name}`);
-        return handler(decodeJson(msg.data));
+        return handler(body);
       },
     );
 
