@@ -56,11 +56,13 @@ import {
   HelloResult,
   ModelList,
   HostStatus,
+  PlansHistoryParams,
   PlansPendingParams,
   PlansResolveParams,
   ProjectMemberParams,
   ProjectMembersView,
   PromptResult,
+  ProposalHistoryPage,
   ProposalList,
   ProposalView,
   SessionConfigureParams,
@@ -182,6 +184,12 @@ export const METHODS = {
     ...person("client", "approver", "sessionId"),
     params: PlansPendingParams,
     result: ProposalList,
+  },
+  // Every status, newest first, paged by a keyset cursor; expiry applied as plans.pending does.
+  "plans.history": {
+    ...person("client", "approver", "sessionId", ["SESSION_NOT_FOUND", "FORBIDDEN"]),
+    params: PlansHistoryParams,
+    result: ProposalHistoryPage,
   },
   "plans.get": {
     ...person("client", "approver", "proposalId", ["PLAN_NOT_FOUND", "FORBIDDEN"]),

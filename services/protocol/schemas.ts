@@ -99,6 +99,28 @@ export const PlansPendingParams = Type.Object(
   { additionalProperties: false },
 );
 
+/** Proposals in one plans.history page at most; a page is also bounded in bytes (below). */
+export const PLANS_HISTORY_MAX_ROWS = 200;
+/** Bytes of the proposals' JSON in one plans.history page at most (at least one is always returned). */
+export const PLANS_HISTORY_MAX_BYTES = 256 * 1024;
+/**
+ * A plans.history position, opaque to clients: the previous page's `next`. (The host spells it
+ * `<created_at in microseconds since the epoch>.<proposalId>`, a keyset on the page's order.)
+ */
+export const PlanHistoryCursor = Type.String({ pattern: "^[0-9]{1,18}\\.[A-Za-z0-9_-]{1,64}$" });
+
+export const PlansHistoryParams = Type.Object(
+  {
+    sessionId: Id,
+    /** Proposals in the page (default 50). */
+    limit: Type.Optional(Type.Integer({ minimum: 1, maximum: PLANS_HISTORY_MAX_ROWS })),
+    /** Proposals older than this position (the previous page's `next`); absent: the newest. */
+    before: Type.Optional(PlanHistoryCursor),
+  },
+  { additionalProperties: false },
+);
+export type PlansHistoryParams = Static<typeof PlansHistoryParams>;
+
 /**
  * action and targetPermissionMode are plain strings on purpose: the host answers a wrong value with
  * PLAN_INVALID_ACTION / PLAN_PERMISSION_MODE_INVALID in the documented order, not INVALID_PARAMS.
@@ -285,6 +307,12 @@ export const AbortResult = Type.Object({
   ),
 });
 export const ProposalList = Type.Object({ proposals: Type.Array(ProposalView) });
+/** A session's proposals of every status, newest first; `next` is the `before` of the older page, or null. */
+export const ProposalHistoryPage = Type.Object({
+  proposals: Type.Array(ProposalView),
+  next: Nullable(PlanHistoryCursor),
+});
+export type ProposalHistoryPage = Static<typeof ProposalHistoryPage>;
 /**
  * One page of a plan file: `data` is the base64 of its bytes `[offset, nextOffset ?? byteSize)`;
  * `byteSize`, `sha256` and `matchesRecord` describe the whole file as read for this page,

@@ -6,6 +6,7 @@ import {
   ArtifactsReadParams,
   decodeParams,
   HelloParams,
+  PlansHistoryParams,
   PlansPendingParams,
   PlansResolveParams,
   SessionConfigureParams,
@@ -193,6 +194,12 @@ export function createClientApi(deps: {
       const p = decodeParams(PlansPendingParams, params);
       if (p.sessionId) await sessionFor(principal, p.sessionId);
       return { proposals: await plans.pending(principal, p.sessionId) };
+    },
+
+    "plans.history": async (principal, params) => {
+      const p = decodeParams(PlansHistoryParams, params);
+      await sessionFor(principal, p.sessionId);
+      return plans.history(p.sessionId, p);
     },
 
     "plans.get": async (principal, params) => {

@@ -2,7 +2,11 @@
 // (plan-submit.ts), resolution (plan-resolve.ts), the execution claim (plan-execution.ts); reads,
 // abort and expiry here. The database guards hold by themselves.
 import { AppError } from "../../protocol/app-error.ts";
-import type { ProposalView } from "../../protocol/schemas.ts";
+import {
+  PLANS_HISTORY_MAX_BYTES,
+  type ProposalHistoryPage,
+  type ProposalView,
+} from "../../protocol/schemas.ts";
 import { type Tx, withTransaction } from "./db.ts";
 import { appendAudit } from "./audit-log.ts";
 import { planExecution } from "./plan-execution.ts";
@@ -19,6 +23,14 @@ export function createPlanStore(deps: PlanStoreDeps) {
   const { db, clock } = deps;
   const rows = planRows(deps);
   const { lockRow, expireRow } = rows;
+
+  /** The expiry a read applies to a row past its deadline: under the row lock, if still pending. */
+  async function expireIfStillPending(proposalId: string): Promise<void> {
+    await withTransaction(db, async (tx) => {
+      const row = await lockRow(tx, proposalId);
+      if (row?.status === "pending") await expireRow(tx, row);
+    });
+  }
 
   return {
     async get(
@@ -51,10 +63,7 @@ export function createPlanStore(deps: PlanStoreDeps) {
       const out: ProposalView[] = [];
       for (const { id, deadline } of r.rows as Array<{ id: string; deadline: Date }>) {
         if (deadline.getTime() <= now.getTime()) {
-          await withTransaction(db, async (tx) => {
-            const row = await lockRow(tx, id);
-            if (row?.status === "pending") await expireRow(tx, row);
-          });
+          await expireIfStillPending(id);
           continue;
         }
         const full = await db.query("SELECT * FROM plan_approvals WHERE id = $1 AND status = 'pending'", [
@@ -63,6 +72,51 @@ export function createPlanStore(deps: PlanStoreDeps) {
         if (full.rows[0]) out.push(proposalView(full.rows[0]));
       }
       return out;
+    },
+
+    /**
+     * One page of a session's proposals of every status, newest first (created_at, then id), after
+     * applying expiry as pending() does. `before` is a keyset position (a previous page's `next`),
+     * so rows added meanwhile shift no page: no gaps, no repeats. The caller checks access.
+     */
+    async history(
+      sessionId: string,
+      p: { limit?: number | undefined; before?: string | undefined },
+    ): Promise<ProposalHistoryPage> {
+      const due = await db.query(
+        "SELECT id FROM plan_approvals WHERE session_id = $1 AND status = 'pending' AND deadline <= $2",
+        [sessionId, clock.date()],
+      );
+      for (const { id } of due.rows as Array<{ id: string }>) await expireIfStillPending(id);
+      const limit = p.limit ?? 50;
+      const dot = p.before?.indexOf(".") ?? -1;
+      const before = p.before && dot > 0 ? { us: p.before.slice(0, dot), id: p.before.slice(dot + 1) } : null;
+      // The position is the exact microseconds Postgres stores (a JS Date keeps milliseconds only).
+      const r = await db.query(
+        `SELECT * FROM (
+           SELECT a.*, (extract(epoch FROM a.created_at) * 1000000)::bigint AS created_us
+             FROM plan_approvals a WHERE a.session_id = $1) h
+          WHERE $2::bigint IS NULL OR (h.created_us, h.id) < ($2::bigint, $3::text)
+          ORDER BY h.created_us DESC, h.id DESC
+          LIMIT $4`,
+        [sessionId, before?.us ?? null, before?.id ?? null, limit + 1],
+      );
+      const proposals: ProposalView[] = [];
+      let last: string | null = null;
+      let bytes = 0;
+      let cut = false;
+      for (const row of r.rows.slice(0, limit) as Array<ApprovalRow & { created_us: string }>) {
+        const view = proposalView(row);
+        const size = Buffer.byteLength(JSON.stringify(view));
+        if (proposals.length > 0 && bytes + size > PLANS_HISTORY_MAX_BYTES) {
+          cut = true;
+          break;
+        }
+        bytes += size;
+        proposals.push(view);
+        last = `${row.created_us}.${row.id}`;
+      }
+      return { proposals, next: (cut || r.rows.length > limit) && last !== null ? last : null };
     },
 
     submit: planSubmit(deps),
