@@ -3,6 +3,7 @@ import type { Command } from "commander";
 import { projectConfigureParams, projectCreateParams } from "../cli-params.ts";
 import { bus, collect, isJson, out, outJson, type Run } from "../cli-run.ts";
 import { formatProject, formatProjectCreated } from "../view-format.ts";
+import { addMemberCommands } from "./members.ts";
 
 export function addProjectCommands(program: Command, run: Run): void {
   const project = program.command("project").description("workspace projects");
@@ -61,4 +62,5 @@ export function addProjectCommands(program: Command, run: Run): void {
         else out(run, formatProject(p));
       },
     );
+  addMemberCommands(project, run);
 }
