@@ -219,7 +219,10 @@ describe("artifacts.read in pages", () => {
 
   it("pihost plans show prints the exact bytes and exits 0; --json carries its own hash", async () => {
     const r = await pihost(["plans", "show", proposal.proposalId]);
-    expect(r.stderr).toBe("");
+    // The hash beside the record goes to stderr, so stdout stays the file's exact bytes.
+    expect(r.stderr).toBe(
+      `plan file: ${proposal.artifactPath} (${submittedBytes.byteLength} bytes), sha256 ${proposal.sha256} matches the record\n`,
+    );
     expect(r.code).toBe(0);
     expect(Buffer.from(r.stdout).equals(submittedBytes)).toBe(true);
     const j = await pihost(["--json", "plans", "show", proposal.proposalId]);
@@ -244,8 +247,13 @@ describe("artifacts.read in pages", () => {
       expect(r.code).toBe(1);
       expect(Buffer.from(r.stdout).equals(edited)).toBe(true);
       expect(r.stderr).toBe(
-        `warning PLAN_ARTIFACT_HASH_MISMATCH: the plan file no longer matches what was submitted (sha256 ${sha256(edited)}, recorded ${proposal.sha256})\n`,
+        `warning PLAN_ARTIFACT_HASH_MISMATCH: the plan file ${proposal.artifactPath} no longer matches what was submitted: sha256 ${sha256(edited)}, recorded ${proposal.sha256}; the host refuses to approve it\n`,
       );
+      // approve says it loudly too, before the host refuses the approval itself (exit 1).
+      const a = await pihost(["plans", "approve", proposal.proposalId, "--mode", "ask"]);
+      expect(a.code).toBe(1);
+      expect(a.stderr).toMatch(/^warning PLAN_ARTIFACT_HASH_MISMATCH: the plan file .* no longer matches/m);
+      expect(a.stderr).toMatch(/^error PLAN_ARTIFACT_HASH_MISMATCH: /m);
       const j = await pihost(["--json", "plans", "show", proposal.proposalId]);
       expect(j.code).toBe(1);
       expect(JSON.parse(j.stdout)).toMatchObject({

@@ -1,27 +1,31 @@
 // The CLI's only adapter: one NATS connection, requests through the shared RPC client, and a
-// subscription to one session's events with a deadline-bounded `next()` that catches up after a
-// reconnect (events.since). Nothing else does I/O on the bus.
-import { connect, type NatsConnection, type Subscription } from "@nats-io/transport-node";
+// subscription to one session's (or every readable session's) events and live output with a
+// deadline-bounded `next()` that catches up after a reconnect (events.since). Nothing else does
+// I/O on the bus.
+import { connect, type Msg, type NatsConnection, type Subscription } from "@nats-io/transport-node";
 import type { SessionEvent } from "../protocol/events.ts";
 import type { ClientMethod, ResultOf } from "../protocol/methods.ts";
 import { type ArgsOf, rpcClient } from "../protocol/rpc-client.ts";
-import { inboxPrefix, sessionEventsWildcard } from "../protocol/subjects.ts";
+import { inboxPrefix, liveSubject, sessionEventsWildcard } from "../protocol/subjects.ts";
 import type { CliConfig } from "./cli-config.ts";
 import { CliError } from "./cli-error.ts";
-import { parseSessionEvent, storedSessionEvent } from "./session-event.ts";
-import { createSessionFeed } from "./session-feed.ts";
+import { parseFeedMessage, storedSessionEvent } from "./session-event.ts";
+import { createSessionFeed, type FeedItem } from "./session-feed.ts";
 
 export interface EventSubscription {
-  /** The next event of the session, or null once `deadline` (epoch ms) passes or the subscription closes. */
-  next(deadline: number): Promise<SessionEvent | null>;
+  /** The next event or live delta, or null once `deadline` (epoch ms) passes or the subscription closes. */
+  next(deadline: number): Promise<FeedItem | null>;
   close(): void;
 }
 
 export interface CliBus {
   /** A client method of the METHODS table, typed by it. */
   call<M extends ClientMethod>(method: M, ...params: ArgsOf<M>): Promise<ResultOf<M>>;
-  /** Subscribes and flushes, so every event published after this resolves is delivered. */
-  subscribeSession(sessionId: string): Promise<EventSubscription>;
+  /**
+   * The events and live output of one session, or of every session the caller may read (null).
+   * Subscribes and flushes, so every event published after this resolves is delivered.
+   */
+  subscribe(sessionId: string | null): Promise<EventSubscription>;
   close(): Promise<void>;
 }
 
@@ -30,37 +34,43 @@ const decoder = new TextDecoder();
 /** Events per `events.since` page while catching up. */
 const CATCH_UP_LIMIT = 500;
 
+type SincePage = { events: Array<Record<string, unknown>>; next: number; more: boolean };
+
 /**
- * One session's events: subscribed first; after every reconnect, what was published meanwhile is
- * fetched with `events.since` after the last cursor seen, and duplicates are dropped by `seq`
- * (session-feed.ts). Events are hints: the commands re-read state when they need it.
+ * Events (and live deltas) of one session or all: subscribed first; after every reconnect, what was
+ * published meanwhile is fetched with `events.since` after the last cursor seen, and duplicates are
+ * dropped by `seq` (session-feed.ts). Events are hints: the commands re-read state when they need it.
  */
-function sessionSubscription(
+function feedSubscription(
   nc: NatsConnection,
   config: CliConfig,
-  sessionId: string,
-  since: (after: number) => Promise<{ events: Array<Record<string, unknown>>; next: number; more: boolean }>,
+  sessionId: string | null,
+  since: (after: number) => Promise<SincePage>,
 ): EventSubscription {
   const feed = createSessionFeed();
   let wake: (() => void) | null = null;
   let closed = false;
-  const sub: Subscription = nc.subscribe(sessionEventsWildcard(config.prefix, config.principal, sessionId), {
-    callback: (err, msg) => {
-      if (err) {
-        closed = true;
-      } else {
-        const e = parseSessionEvent(
-          config.prefix,
-          config.principal,
-          sessionId,
-          msg.subject,
-          decoder.decode(msg.data),
-        );
-        if (e) feed.live(e);
-      }
-      wake?.();
-    },
-  });
+  const scope = sessionId ?? "*"; // one token: every session of the principal
+  const onMessage = (err: Error | null, msg: Msg) => {
+    if (err) {
+      closed = true;
+    } else {
+      const item = parseFeedMessage(
+        config.prefix,
+        config.principal,
+        sessionId,
+        msg.subject,
+        decoder.decode(msg.data),
+      );
+      if (item?.type === "delta") feed.delta(item);
+      else if (item) feed.live(item);
+    }
+    wake?.();
+  };
+  const subs: Subscription[] = [
+    nc.subscribe(sessionEventsWildcard(config.prefix, config.principal, scope), { callback: onMessage }),
+    nc.subscribe(liveSubject(config.prefix, config.principal, scope), { callback: onMessage }),
+  ];
   async function catchUp(): Promise<void> {
     let after = feed.beginCatchUp();
     try {
@@ -107,7 +117,7 @@ function sessionSubscription(
     },
     close() {
       closed = true;
-      sub.unsubscribe();
+      for (const sub of subs) sub.unsubscribe();
       (status as { stop?: () => void }).stop?.();
       wake?.();
     },
@@ -137,9 +147,13 @@ export async function connectBus(config: CliConfig): Promise<CliBus> {
   const rpc = rpcClient({ nc, prefix: config.prefix, principal: config.principal });
   return {
     call: rpc.call,
-    async subscribeSession(sessionId) {
-      const sub = sessionSubscription(nc, config, sessionId, (after) =>
-        rpc.call("events.since", { sessionId, after, limit: CATCH_UP_LIMIT }),
+    async subscribe(sessionId) {
+      const sub = feedSubscription(nc, config, sessionId, (after) =>
+        rpc.call("events.since", {
+          ...(sessionId !== null ? { sessionId } : {}),
+          after,
+          limit: CATCH_UP_LIMIT,
+        }),
       );
       await nc.flush();
       return sub;

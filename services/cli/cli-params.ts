@@ -167,11 +167,11 @@ export function resolveParams(
 }
 
 /** --timeout in seconds: a positive number, at most one day. */
-export function timeoutMs(value: string): number {
+export function timeoutMs(value: string, flag = "--timeout"): number {
   const seconds = Number(value);
   if (!Number.isFinite(seconds) || seconds <= 0 || seconds > 86_400) {
     throw new UsageError(
-      `--timeout must be a number of seconds between 0 and 86400, got ${JSON.stringify(value)}`,
+      `${flag} must be a number of seconds between 0 and 86400, got ${JSON.stringify(value)}`,
     );
   }
   return Math.round(seconds * 1000);

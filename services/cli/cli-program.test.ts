@@ -9,6 +9,8 @@ import { ev, proposalView } from "./test-events.ts";
 
 type Handler = (params: unknown) => unknown;
 
+const sha = (b: Buffer) => createHash("sha256").update(b).digest("hex");
+
 /** A bus double: answers calls from a table, records the order of calls and subscriptions. */
 function fakeBus(handlers: Record<string, Handler>, eventsAfter: Record<string, SessionEvent[]> = {}) {
   const log: string[] = [];
@@ -23,7 +25,7 @@ function fakeBus(handlers: Record<string, Handler>, eventsAfter: Record<string, 
       if (subscribed) queue.push(...(eventsAfter[method] ?? []));
       return result as T;
     },
-    async subscribeSession(sessionId: string): Promise<EventSubscription> {
+    async subscribe(sessionId: string | null): Promise<EventSubscription> {
       log.push(`subscribe ${sessionId}`);
       subscribed = true;
       return {
@@ -124,7 +126,7 @@ describe("usage errors are refused before anything is sent", () => {
       },
     });
     const r = await cli(["--json", "hello"], bus);
-    expect(r.code).toBe(1);
+    expect(r.code).toBe(3); // retriable
     expect(JSON.parse(r.stderr)).toEqual({
       error: { code: "HOST_FENCED", message: "superseded", retriable: true },
     });
@@ -289,7 +291,6 @@ describe("commands", () => {
 
   describe("plans show", () => {
     const content = "# Plan ✓\n\nWrite GREETING.md — café 🙂\n\n";
-    const sha = (b: Buffer) => createHash("sha256").update(b).digest("hex");
     /** artifacts.read over `file()` as the host pages it, `page` bytes at a time. */
     function pagedBus(file: () => Buffer, recorded: string, page = 5) {
       return fakeBus({
@@ -317,14 +318,18 @@ describe("commands", () => {
       const bytes = Buffer.from(content);
       const { bus, log } = pagedBus(() => bytes, sha(bytes));
       const r = await cli(["plans", "show", "p1"], bus);
-      expect(r).toMatchObject({ code: 0, stdout: content, stderr: "" });
+      expect(r).toMatchObject({
+        code: 0,
+        stdout: content,
+        stderr: `plan file: .pi/plan/x.md (${bytes.byteLength} bytes), sha256 ${sha(bytes)} matches the record\n`,
+      });
       const offsets = log.filter((l) => l.startsWith("call")).map((l) => JSON.parse(l.split(" ")[2]!).offset);
       expect(offsets).toEqual(Array.from({ length: Math.ceil(bytes.byteLength / 5) }, (_, i) => i * 5));
     });
 
     it("an empty file is one page and prints nothing", async () => {
       const { bus } = pagedBus(() => Buffer.alloc(0), sha(Buffer.alloc(0)));
-      expect(await cli(["plans", "show", "p1"], bus)).toMatchObject({ code: 0, stdout: "", stderr: "" });
+      expect(await cli(["plans", "show", "p1"], bus)).toMatchObject({ code: 0, stdout: "" });
     });
 
     it("--json prints its own hash and comparison and the content", async () => {
@@ -354,7 +359,7 @@ describe("commands", () => {
       expect(r.code).toBe(1);
       expect(r.stdout).toBe(mixed.toString("utf8"));
       expect(r.stderr).toBe(
-        `warning PLAN_ARTIFACT_HASH_MISMATCH: the plan file no longer matches what was submitted (sha256 ${sha(mixed)}, recorded ${sha(before)})\n`,
+        `warning PLAN_ARTIFACT_HASH_MISMATCH: the plan file .pi/plan/x.md no longer matches what was submitted: sha256 ${sha(mixed)}, recorded ${sha(before)}; the host refuses to approve it\n`,
       );
     });
 
@@ -373,7 +378,7 @@ describe("commands", () => {
         }),
       });
       const r = await cli(["plans", "show", "p1"], bus);
-      expect(r.code).toBe(1);
+      expect(r.code).toBe(3); // INTERNAL is retriable
       expect(r.stderr).toMatch(/^error INTERNAL: /);
     });
   });
@@ -460,7 +465,7 @@ describe("prompt", () => {
   it("says plainly when no worker has claimed the turn, once, and says nothing when one has", async () => {
     const { bus } = fakeBus({ "session.prompt": () => ({ turnId: "t1" }) });
     const r = await cli(["prompt", "s1", "hi", "--timeout", "1"], bus, {}, { claimNoticeMs: 50 });
-    expect(r.code).toBe(1);
+    expect(r.code).toBe(3);
     expect(r.stdout.match(/waiting: no worker has claimed t1 yet/g)).toHaveLength(1);
     expect(r.stderr).toMatch(/error TIMEOUT/);
     const claimed = fakeBus(
@@ -472,13 +477,13 @@ describe("prompt", () => {
     expect(r2.stdout).not.toContain("no worker has claimed");
   });
 
-  it("exits 1 when the turn ends aborted", async () => {
+  it("exits 4 (interrupted) when the turn ends aborted", async () => {
     const { bus } = fakeBus(
       { "session.prompt": () => ({ turnId: "t1" }) },
       { "session.prompt": [ev("turn.ended", { turnId: "t1", status: "aborted", code: "TURN_ABORTED" })] },
     );
     const r = await cli(["prompt", "s1", "hi"], bus);
-    expect(r.code).toBe(1);
+    expect(r.code).toBe(4); // interrupted
     expect(r.stdout).toContain("turn ended: t1 aborted (TURN_ABORTED)");
   });
 
@@ -502,16 +507,29 @@ describe("prompt", () => {
     expect(log.some((l) => l.startsWith("subscribe"))).toBe(false);
   });
 
-  it("times out with a local TIMEOUT error, exit 1", async () => {
+  it("times out with a local TIMEOUT error, exit 3 (retriable)", async () => {
     const { bus } = fakeBus({ "session.prompt": () => ({ turnId: "t1" }) });
     const r = await cli(["prompt", "s1", "hi", "--timeout", "0.05"], bus);
-    expect(r.code).toBe(1);
+    expect(r.code).toBe(3);
     expect(r.stderr).toMatch(/^error TIMEOUT: turn t1 did not finish within/);
   });
 });
 
 describe("plans approve", () => {
-  const pending = proposalView({ version: 4 });
+  const planBytes = Buffer.from("# Plan\n");
+  const pending = proposalView({ version: 4, sha256: sha(planBytes) });
+  /** The pending plan's file, one page, as approve reads it to show its hash. */
+  const artifact = () => ({
+    proposalId: "p1",
+    path: ".pi/plan/x.md",
+    byteSize: planBytes.byteLength,
+    sha256: sha(planBytes),
+    recordedSha256: pending.sha256,
+    matchesRecord: sha(planBytes) === pending.sha256,
+    offset: 0,
+    data: planBytes.toString("base64"),
+    nextOffset: null,
+  });
   const approved = proposalView({
     version: 5,
     status: "approved",
@@ -523,7 +541,7 @@ describe("plans approve", () => {
 
   it("fills the identity from plans.get, subscribes before resolving and follows the execution", async () => {
     const { bus, log } = fakeBus(
-      { "plans.get": () => pending, "plans.resolve": () => approved },
+      { "plans.get": () => pending, "artifacts.read": artifact, "plans.resolve": () => approved },
       {
         "plans.resolve": [
           ev("turn.ended", { turnId: "t1", status: "completed" }),
@@ -535,8 +553,9 @@ describe("plans approve", () => {
     );
     const r = await cli(["plans", "approve", "p1", "--mode", "accept-edits", "--wait"], bus);
     expect(r.code).toBe(0);
-    expect(log.slice(0, 3)).toEqual([
+    expect(log.slice(0, 4)).toEqual([
       'call plans.get {"proposalId":"p1"}',
+      'call artifacts.read {"proposalId":"p1","offset":0}',
       "subscribe s1",
       'call plans.resolve {"proposalId":"p1","sessionId":"s1","turnId":"t1","toolCallId":"call-1","version":4,"action":"approve","targetPermissionMode":"accept-edits"}',
     ]);
@@ -547,7 +566,11 @@ describe("plans approve", () => {
   });
 
   it("without --wait returns after the reply", async () => {
-    const { bus, log } = fakeBus({ "plans.get": () => pending, "plans.resolve": () => approved });
+    const { bus, log } = fakeBus({
+      "plans.get": () => pending,
+      "artifacts.read": artifact,
+      "plans.resolve": () => approved,
+    });
     const r = await cli(["plans", "approve", "p1", "--mode", "auto"], bus);
     expect(r.code).toBe(0);
     expect(log.some((l) => l.startsWith("subscribe"))).toBe(false);

@@ -8,13 +8,17 @@ import { AppError } from "../protocol/app-error.ts";
 import { PROTOCOL_VERSION } from "../protocol/subjects.ts";
 import { CliError, UsageError } from "./cli-error.ts";
 import { bus, type CliDeps, isJson, out, outJson, type Run } from "./cli-run.ts";
+import { EXIT, EXIT_CODES_HELP } from "./exit-codes.ts";
+import { addCompletionCommand } from "./commands/completion.ts";
 import { addNatsConfigCommand } from "./commands/nats-config.ts";
+import { addAdminCommands } from "./commands/admin.ts";
 import { addHostCommands } from "./commands/host.ts";
 import { addPermissionCommands } from "./commands/permissions.ts";
 import { addPlanCommands } from "./commands/plans.ts";
 import { addProjectCommands } from "./commands/project.ts";
 import { addPromptCommands } from "./commands/prompt.ts";
 import { addSessionCommands } from "./commands/session.ts";
+import { addWatchCommand } from "./commands/watch.ts";
 import { formatHello } from "./view-format.ts";
 
 export type { CliDeps } from "./cli-run.ts";
@@ -33,11 +37,19 @@ function buildProgram(run: Run): Command {
     .configureOutput({
       writeOut: (s) => run.deps.stdout(s),
       writeErr: (s) => run.deps.stderr(s),
-      outputError: (s, write) => write(`error USAGE: ${s.replace(/^error: /, "")}`),
+      // With --json a usage error is the one JSON object on stderr too.
+      outputError: (s, write) => {
+        const message = s.replace(/^error: /, "").trimEnd();
+        write(
+          run.json
+            ? `${JSON.stringify({ error: { code: "USAGE", message, retriable: false } })}\n`
+            : `error USAGE: ${message}\n`,
+        );
+      },
     })
     .addHelpText(
       "after",
-      "\nEnvironment: NATS_URL, PI_PREFIX, PI_PRINCIPAL, NATS_USER, NATS_PASSWORD.\nExit codes: 0 ok, 1 error, 2 usage.",
+      `\nEnvironment: NATS_URL, PI_PREFIX, PI_PRINCIPAL, NATS_USER, NATS_PASSWORD, NO_COLOR.\n${EXIT_CODES_HELP}`,
     );
   program
     .command("hello")
@@ -51,10 +63,21 @@ function buildProgram(run: Run): Command {
   addProjectCommands(program, run);
   addSessionCommands(program, run);
   addPromptCommands(program, run);
+  addWatchCommand(program, run);
   addPermissionCommands(program, run);
   addPlanCommands(program, run);
+  addAdminCommands(program, run);
   addNatsConfigCommand(program, run);
+  addCompletionCommand(program, run);
   return program;
+}
+
+/** The exit code class of a failure (exit-codes.ts). */
+function exitFor(err: unknown): number {
+  if (err instanceof UsageError) return EXIT.USAGE;
+  if (err instanceof CliError) return EXIT.RETRIABLE;
+  if (err instanceof AppError) return err.retriable ? EXIT.RETRIABLE : EXIT.REFUSED;
+  return EXIT.REFUSED;
 }
 
 /**
@@ -62,7 +85,11 @@ function buildProgram(run: Run): Command {
  * `{"error": {code, message, retriable, details?}}` on stderr) and returns the exit code; only here.
  */
 function reportError(run: Run, err: unknown, json: boolean): number {
-  if (json && !(err instanceof CommanderError)) {
+  if (err instanceof CommanderError) {
+    // Commander already printed its message (through outputError); help/version exit 0.
+    return err.exitCode === 0 ? EXIT.OK : EXIT.USAGE;
+  }
+  if (json) {
     const e =
       err instanceof AppError
         ? err.toWire()
@@ -70,32 +97,24 @@ function reportError(run: Run, err: unknown, json: boolean): number {
           ? { code: err.code, message: err.message, retriable: err instanceof CliError }
           : { code: "INTERNAL", message: err instanceof Error ? err.message : String(err), retriable: true };
     run.deps.stderr(`${JSON.stringify({ error: e })}\n`);
-    return err instanceof UsageError ? 2 : 1;
+    return exitFor(err);
   }
-  if (err instanceof CommanderError) {
-    // Commander already printed its message (through outputError); help/version exit 0.
-    return err.exitCode === 0 ? 0 : 2;
-  }
-  if (err instanceof UsageError) {
-    run.deps.stderr(`error USAGE: ${err.message}\n`);
-    return 2;
-  }
-  if (err instanceof AppError || err instanceof CliError) {
+  if (err instanceof UsageError || err instanceof AppError || err instanceof CliError) {
     run.deps.stderr(`error ${err.code}: ${err.message}\n`);
-    return 1;
+    return exitFor(err);
   }
   run.deps.stderr(`error INTERNAL: ${err instanceof Error ? err.message : String(err)}\n`);
-  return 1;
+  return EXIT.REFUSED;
 }
 
 /** Runs one command line (user arguments only, without node and script) and returns its exit code. */
 export async function runCli(args: string[], deps: CliDeps): Promise<number> {
-  const run: Run = { deps, exitCode: 0, bus: null };
+  const run: Run = { deps, exitCode: 0, bus: null, json: args.includes("--json") };
   try {
     await buildProgram(run).parseAsync(args, { from: "user" });
     return run.exitCode;
   } catch (err) {
-    return reportError(run, err, args.includes("--json"));
+    return reportError(run, err, run.json);
   } finally {
     await run.bus?.close().catch(() => {});
   }

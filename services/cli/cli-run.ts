@@ -1,12 +1,9 @@
 // What every command shares: the run (deps, exit code, the one bus connection), output, JSON mode,
-// following a turn's events, and reading a --script file.
+// and reading a --script file. Following events is follow.ts.
 import type { Command } from "commander";
-import type { SessionEvent } from "../protocol/events.ts";
-import type { CliBus, EventSubscription } from "./cli-bus.ts";
+import type { CliBus } from "./cli-bus.ts";
 import { type CliConfig, readCliConfig } from "./cli-config.ts";
-import { CliError, UsageError } from "./cli-error.ts";
-import { approvalHintLines, formatEvent } from "./event-format.ts";
-import { type FollowState, followEvent } from "./turn-follower.ts";
+import { UsageError } from "./cli-error.ts";
 
 export interface CliDeps {
   env: NodeJS.ProcessEnv;
@@ -16,8 +13,17 @@ export interface CliDeps {
   stderr(text: string): void;
   connect(config: CliConfig): Promise<CliBus>;
   readFile(file: string): Promise<string>;
+  /** The terminal's input, for questions asked inline (tty-prompts.ts); absent: nothing is asked. */
+  stdin?: NodeJS.ReadableStream;
+  stdinIsTTY?: boolean;
+  /** Whether stdout is a terminal: questions, and colour unless NO_COLOR (terminal-text.ts). */
+  stdoutIsTTY?: boolean;
+  /** Whether stderr is a terminal (colour of errors and warnings). */
+  stderrIsTTY?: boolean;
   /** Tests only: how long a follower waits before saying no worker claimed the turn (CLAIM_NOTICE_MS). */
   claimNoticeMs?: number;
+  /** Tests only: how long nothing may happen before a follower says what it waits for (WAIT_NOTICE_MS). */
+  waitNoticeMs?: number;
 }
 
 export const DEFAULT_TIMEOUT_SECONDS = "300";
@@ -29,6 +35,8 @@ export interface Run {
   deps: CliDeps;
   exitCode: number;
   bus: CliBus | null;
+  /** --json anywhere on the command line (known before commander parses it, for usage errors). */
+  json: boolean;
 }
 
 export function out(run: Run, lines: string[]): void {
@@ -46,67 +54,6 @@ export async function bus(run: Run): Promise<CliBus> {
 
 export function isJson(cmd: Command): boolean {
   return cmd.optsWithGlobals<{ json?: boolean }>().json === true;
-}
-
-/** How long a follower waits for a worker to claim the followed turn before it says none has. */
-export const CLAIM_NOTICE_MS = 5_000;
-
-/**
- * Prints what follows `state` until it is done; a deadline passing is a local TIMEOUT (exit 1).
- * A followed turn no worker has claimed within CLAIM_NOTICE_MS is said plainly, once.
- */
-export async function follow(
-  run: Run,
-  sub: EventSubscription,
-  state0: FollowState,
-  ms: number,
-  json: boolean,
-) {
-  const deadline = Date.now() + ms;
-  let state = state0;
-  let claimed = false;
-  let noticeAt: number | null = Date.now() + (run.deps.claimNoticeMs ?? CLAIM_NOTICE_MS);
-  for (;;) {
-    const e: SessionEvent | null = await sub.next(
-      noticeAt !== null ? Math.min(noticeAt, deadline) : deadline,
-    );
-    if (e === null && noticeAt !== null && Date.now() < deadline) {
-      noticeAt = null;
-      if (!claimed) {
-        const what =
-          state.target.turnId ?? `the execution of ${(state.target as { proposalId: string }).proposalId}`;
-        const notice = `waiting: no worker has claimed ${what} yet; is an agent worker running that serves this session's model? (pihost models)`;
-        if (json) run.deps.stderr(`${JSON.stringify({ notice: "NO_WORKER_CLAIMED", message: notice })}\n`);
-        else out(run, [notice]);
-      }
-      continue;
-    }
-    if (
-      e?.type === "turn.claimed" &&
-      (state.target.turnId === null || (e as SessionEvent<"turn.claimed">).turnId === state.target.turnId)
-    )
-      claimed = true;
-    if (e === null) {
-      const what =
-        state.target.kind === "turn"
-          ? `turn ${state.target.turnId}`
-          : `the execution of ${state.target.proposalId}`;
-      throw new CliError(
-        "TIMEOUT",
-        `${what} did not finish within ${Math.round(ms / 1000)} s; it keeps running on the host (see pihost session show)`,
-      );
-    }
-    const step = followEvent(state, e);
-    state = step.state;
-    if (step.show) {
-      if (json) outJson(run, e);
-      else out(run, formatEvent(e));
-    }
-    if (step.done) {
-      if (step.done.proposal && !json) out(run, approvalHintLines(step.done.proposal));
-      return step.done.exitCode;
-    }
-  }
 }
 
 export function collect(value: string, previous: string[]): string[] {

@@ -3,6 +3,7 @@
 import type { SessionEvent } from "../protocol/events.ts";
 import type { ProposalView } from "../protocol/schemas.ts";
 import { APPROVE_MODES } from "./cli-params.ts";
+import type { Style } from "./terminal-text.ts";
 
 const MAX_ARGS = 200;
 const MAX_RESULT = 300;
@@ -122,5 +123,29 @@ export function formatEvent(e: SessionEvent): string[] {
     }
     default:
       return [];
+  }
+}
+
+/** The colour of an event's first line on a terminal: what needs a person stands out. */
+export function eventStyle(e: SessionEvent): Style | null {
+  switch (e.type) {
+    case "permission.requested":
+      return "alert";
+    case "turn.ended": {
+      const status = (e as SessionEvent<"turn.ended">).status;
+      return status === "completed" ? "green" : status === "error" ? "red" : "yellow";
+    }
+    case "tool.result":
+      return (e as SessionEvent<"tool.result">).decision === "deny" ? "red" : null;
+    case "plan.changed": {
+      const action = (e as SessionEvent<"plan.changed">).action;
+      return action === "submitted"
+        ? "cyan"
+        : action === "interrupted" || action === "expired"
+          ? "yellow"
+          : null;
+    }
+    default:
+      return null;
   }
 }

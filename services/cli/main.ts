@@ -28,4 +28,8 @@ process.exitCode = await runCli(process.argv.slice(2), {
   // Loaded on first use, so usage errors and --help do not pay for the NATS client.
   connect: async (config) => (await import("./cli-bus.ts")).connectBus(config),
   readFile: (file) => readFile(file, "utf8"),
+  stdin: process.stdin,
+  stdinIsTTY: process.stdin.isTTY === true,
+  stdoutIsTTY: process.stdout.isTTY === true,
+  stderrIsTTY: process.stderr.isTTY === true,
 });

@@ -2,10 +2,10 @@ import { describe, expect, it } from "vitest";
 import type { SessionEvent } from "../protocol/events.ts";
 import { createSessionFeed } from "./session-feed.ts";
 
-const ev = (seq: number, cursor = seq * 10): SessionEvent =>
+const ev = (seq: number, cursor = seq * 10, sessionId = "s"): SessionEvent =>
   ({
     type: "message",
-    sessionId: "s",
+    sessionId,
     at: "",
     seq,
     cursor,
@@ -16,7 +16,7 @@ const ev = (seq: number, cursor = seq * 10): SessionEvent =>
 
 function drain(feed: ReturnType<typeof createSessionFeed>): number[] {
   const seqs: number[] = [];
-  for (let e = feed.take(); e; e = feed.take()) seqs.push(e.seq);
+  for (let e = feed.take(); e; e = feed.take()) seqs.push(e.type === "delta" ? -1 : e.seq);
   return seqs;
 }
 
@@ -52,5 +52,37 @@ describe("createSessionFeed", () => {
     f.live(ev(1));
     f.endCatchUp();
     expect(drain(f)).toEqual([1, 2]);
+  });
+
+  it("many sessions in one feed (pihost watch): sequences are per session, the cursor is one", () => {
+    const f = createSessionFeed();
+    f.live(ev(1, 10, "a"));
+    f.live(ev(1, 11, "b"));
+    f.live(ev(1, 11, "b"));
+    expect(drain(f)).toEqual([1, 1]);
+    expect(f.beginCatchUp()).toBe(11);
+    f.live(ev(3, 14, "a"));
+    f.fetched([ev(2, 13, "b"), ev(2, 12, "a"), ev(3, 14, "a")]);
+    f.endCatchUp();
+    const got: string[] = [];
+    for (let e = f.take(); e; e = f.take()) got.push(`${e.sessionId}${e.type === "delta" ? "" : e.seq}`);
+    expect(got).toEqual(["a2", "b2", "a3"]);
+  });
+
+  it("live deltas pass straight on, and are dropped during a catch-up (the messages carry them)", () => {
+    const f = createSessionFeed();
+    const d = {
+      type: "delta" as const,
+      sessionId: "s",
+      turnId: "t",
+      chunks: [{ kind: "text" as const, text: "hi" }],
+    };
+    f.live(ev(1));
+    f.delta(d);
+    expect(drain(f)).toEqual([1, -1]);
+    f.beginCatchUp();
+    f.delta(d);
+    f.endCatchUp();
+    expect(drain(f)).toEqual([]);
   });
 });

@@ -1,22 +1,42 @@
-// One session's events as a follower sees them (docs/protocol.md "Catching up"): live events, and
-// after a reconnect the ones `events.since` returns after the last cursor seen, merged in `seq`
-// order with every duplicate dropped. Pure; cli-bus.ts feeds it.
+// Session events as a follower sees them (docs/protocol.md "Catching up"): live events, and after a
+// reconnect the ones `events.since` returns after the last cursor seen, merged in `seq` order with
+// every duplicate dropped. One feed may carry many sessions (`pihost watch`): sequences are per
+// session, the cursor is the caller's. Live deltas (never stored, never numbered) pass straight on,
+// except during a catch-up, when the `message` events being fetched say the same. Pure; cli-bus.ts
+// feeds it.
 import type { SessionEvent } from "../protocol/events.ts";
 
+/** One message of `<prefix>.live.<principal>.<sessionId>.delta` (docs/protocol.md "Live output"). */
+export interface LiveDelta {
+  type: "delta";
+  sessionId: string;
+  turnId: string;
+  chunks: Array<{ kind: "text" | "thinking" | "toolCall"; text: string; toolCallId?: string }>;
+  dropped?: number;
+}
+
+export type FeedItem = SessionEvent | LiveDelta;
+
+export function isDelta(item: FeedItem): item is LiveDelta {
+  return item.type === "delta";
+}
+
 export function createSessionFeed() {
-  let maxSeq = 0;
+  const maxSeq = new Map<string, number>();
   let lastCursor = 0;
   let catchingUp = false;
   let held: SessionEvent[] = [];
-  const ready: SessionEvent[] = [];
+  const ready: FeedItem[] = [];
 
-  const bySeq = (a: SessionEvent, b: SessionEvent) => (a.seq ?? 0) - (b.seq ?? 0);
+  // Across sessions the cursor orders events; within one, the sequence does (they agree).
+  const order = (a: SessionEvent, b: SessionEvent) =>
+    (a.cursor ?? 0) - (b.cursor ?? 0) || (a.seq ?? 0) - (b.seq ?? 0);
 
   function accept(e: SessionEvent): void {
     // An event without a sequence (an older host) cannot be de-duplicated: passed on as it is.
     if (typeof e.seq === "number") {
-      if (e.seq <= maxSeq) return;
-      maxSeq = e.seq;
+      if (e.seq <= (maxSeq.get(e.sessionId) ?? 0)) return;
+      maxSeq.set(e.sessionId, e.seq);
     }
     if (typeof e.cursor === "number" && e.cursor > lastCursor) lastCursor = e.cursor;
     ready.push(e);
@@ -28,6 +48,10 @@ export function createSessionFeed() {
       if (catchingUp) held.push(e);
       else accept(e);
     },
+    /** A live delta: passed on at once; dropped during a catch-up (the fetched messages carry it). */
+    delta(d: LiveDelta): void {
+      if (!catchingUp) ready.push(d);
+    },
     /** Starts a catch-up; returns the cursor to ask `events.since` after (0: nothing seen yet). */
     beginCatchUp(): number {
       catchingUp = true;
@@ -35,17 +59,17 @@ export function createSessionFeed() {
     },
     /** A page of the catch-up, oldest first. */
     fetched(events: readonly SessionEvent[]): void {
-      for (const e of [...events].sort(bySeq)) accept(e);
+      for (const e of [...events].sort(order)) accept(e);
     },
     /** Ends the catch-up (done or failed): the held live events follow, each once. */
     endCatchUp(): void {
       catchingUp = false;
-      const h = held.sort(bySeq);
+      const h = held.sort(order);
       held = [];
       for (const e of h) accept(e);
     },
-    /** The next event to show, in order, or undefined. */
-    take(): SessionEvent | undefined {
+    /** The next item to show, in order, or undefined. */
+    take(): FeedItem | undefined {
       return ready.shift();
     },
   };

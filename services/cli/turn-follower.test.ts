@@ -38,8 +38,11 @@ describe("following a prompt turn", () => {
     expect(r.done).toEqual({ exitCode: 0, reason: "turn-ended" });
   });
 
-  it.each(["aborted", "error"] as const)("exits 1 when the turn ends %s", (status) => {
-    expect(play(target, [ev("turn.ended", { turnId: "t1", status })]).done?.exitCode).toBe(1);
+  it.each([
+    ["aborted", 4],
+    ["error", 1],
+  ] as const)("when the turn ends %s the exit code is %i (interrupted, failed)", (status, code) => {
+    expect(play(target, [ev("turn.ended", { turnId: "t1", status })]).done?.exitCode).toBe(code);
   });
 
   it("ignores other turns", () => {
@@ -104,7 +107,7 @@ describe("following an approved plan's execution", () => {
     expect(r.done?.reason).toBe("turn-ended");
   });
 
-  it("stops with exit 1 when the execution is interrupted before it starts", () => {
+  it("stops with exit 4 when the execution is interrupted before it starts", () => {
     const r = play(target, [
       approved,
       ev("plan.changed", {
@@ -113,7 +116,7 @@ describe("following an approved plan's execution", () => {
         execution: { executionId: "x1", state: "interrupted" },
       }),
     ]);
-    expect(r.done).toEqual({ exitCode: 1, reason: "execution-interrupted" });
+    expect(r.done).toEqual({ exitCode: 4, reason: "execution-interrupted" });
   });
 
   it("stops on completion when the execution turn was never seen", () => {
@@ -123,12 +126,12 @@ describe("following an approved plan's execution", () => {
     expect(r.done).toEqual({ exitCode: 0, reason: "execution-completed" });
   });
 
-  it("exits 1 when the execution turn is aborted", () => {
+  it("exits 4 when the execution turn is aborted", () => {
     const r = play(target, [
       ev("turn.started", { turnId: "t2", kind: "execution" }),
       ev("turn.ended", { turnId: "t2", status: "aborted", code: "PLAN_EXECUTION_INTERRUPTED" }),
     ]);
-    expect(r.done).toEqual({ exitCode: 1, reason: "turn-ended" });
+    expect(r.done).toEqual({ exitCode: 4, reason: "turn-ended" });
   });
 
   it("ignores other proposals and prompt turns", () => {
@@ -149,7 +152,7 @@ describe("doneFromProposal", () => {
       exitCode: 0,
       reason: "execution-completed",
     });
-    expect(doneFromProposal({ executionState: "interrupted" })?.exitCode).toBe(1);
+    expect(doneFromProposal({ executionState: "interrupted" })?.exitCode).toBe(4);
     expect(doneFromProposal({ executionState: "queued" })).toBeNull();
     expect(doneFromProposal({ executionState: null })).toBeNull();
   });

@@ -3,6 +3,7 @@
 // execution turn the approval queued. Pure: events in, decisions out; the caller owns the subscription.
 import type { SessionEvent } from "../protocol/events.ts";
 import type { ProposalView } from "../protocol/schemas.ts";
+import { EXIT, type ExitCode } from "./exit-codes.ts";
 
 export type FollowTarget =
   /** A prompt turn whose id session.prompt returned. */
@@ -22,7 +23,7 @@ export type FollowReason =
   | "execution-interrupted";
 
 export interface FollowDone {
-  exitCode: 0 | 1;
+  exitCode: ExitCode;
   reason: FollowReason;
   /** The proposal awaiting approval (reason awaiting-approval). */
   proposal?: ProposalView;
@@ -60,7 +61,11 @@ function followTurnEvent(state: FollowState, e: SessionEvent): FollowStep {
   return {
     state: next,
     show: true,
-    done: { exitCode: status === "completed" ? 0 : 1, reason: "turn-ended" },
+    done: {
+      // Aborted (by a person, or fenced by a restart) is an interruption; an error is a failure.
+      exitCode: status === "completed" ? EXIT.OK : status === "aborted" ? EXIT.INTERRUPTED : EXIT.REFUSED,
+      reason: "turn-ended",
+    },
   };
 }
 
@@ -72,7 +77,7 @@ function followPlanChanged(state: FollowState, e: SessionEvent<"plan.changed">):
       return { state, show: false, done: null };
     }
     if (e.state === "awaiting_approval" && proposal !== undefined) {
-      return { state, show: true, done: { exitCode: 0, reason: "awaiting-approval", proposal } };
+      return { state, show: true, done: { exitCode: EXIT.OK, reason: "awaiting-approval", proposal } };
     }
     return { state, show: true, done: null };
   }
@@ -83,11 +88,11 @@ function followPlanChanged(state: FollowState, e: SessionEvent<"plan.changed">):
   if (e.action === "approved") return { state, show: false, done: null };
   const exec = e.execution?.state ?? proposal?.executionState ?? null;
   if (exec === "interrupted") {
-    return { state, show: true, done: { exitCode: 1, reason: "execution-interrupted" } };
+    return { state, show: true, done: { exitCode: EXIT.INTERRUPTED, reason: "execution-interrupted" } };
   }
   // Completed: stop now unless the execution turn is known and its turn.ended is still to come.
   if (exec === "completed" && (target.turnId === null || state.turnEnded)) {
-    return { state, show: true, done: { exitCode: 0, reason: "execution-completed" } };
+    return { state, show: true, done: { exitCode: EXIT.OK, reason: "execution-completed" } };
   }
   return { state, show: true, done: null };
 }
@@ -108,7 +113,8 @@ export function followEvent(state: FollowState, e: SessionEvent): FollowStep {
  * execution that finished (or was interrupted) has nothing left to follow.
  */
 export function doneFromProposal(p: Pick<ProposalView, "executionState">): FollowDone | null {
-  if (p.executionState === "completed") return { exitCode: 0, reason: "execution-completed" };
-  if (p.executionState === "interrupted") return { exitCode: 1, reason: "execution-interrupted" };
+  if (p.executionState === "completed") return { exitCode: EXIT.OK, reason: "execution-completed" };
+  if (p.executionState === "interrupted")
+    return { exitCode: EXIT.INTERRUPTED, reason: "execution-interrupted" };
   return null;
 }

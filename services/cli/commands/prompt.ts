@@ -1,8 +1,8 @@
 // `pihost prompt` and `pihost abort`: send a prompt and follow its turn, or abort what runs.
 import type { Command } from "commander";
 import { timeoutMs } from "../cli-params.ts";
-import { bus, DEFAULT_TIMEOUT_SECONDS, follow, isJson, out, outJson, type Run } from "../cli-run.ts";
-import { startFollow } from "../turn-follower.ts";
+import { bus, DEFAULT_TIMEOUT_SECONDS, isJson, out, outJson, type Run } from "../cli-run.ts";
+import { follow } from "../follow.ts";
 import { formatAbort } from "../view-format.ts";
 
 export function addPromptCommands(program: Command, run: Run): void {
@@ -30,11 +30,11 @@ export function addPromptCommands(program: Command, run: Run): void {
         return;
       }
       // Subscribe first: the turn's first events may be published before the reply arrives.
-      const sub = await b.subscribeSession(sessionId);
+      const sub = await b.subscribe(sessionId);
       try {
         const r = await b.call("session.prompt", params);
         if (json) outJson(run, r);
-        run.exitCode = await follow(run, sub, startFollow({ kind: "turn", turnId: r.turnId }), ms, json);
+        run.exitCode = await follow(run, sub, { target: { kind: "turn", turnId: r.turnId }, ms, json });
       } finally {
         sub.close();
       }
