@@ -166,6 +166,7 @@ describe("projects have owners and members", () => {
     expect(await refusalCode(resolve)).toBe("FORBIDDEN");
     expect(await refusalCode(bob().call("artifacts.read", { proposalId }))).toBe("FORBIDDEN");
     expect(await refusalCode(bob().call("plans.get", { proposalId }))).toBe("FORBIDDEN");
+    expect(await refusalCode(bob().call("plans.history", { sessionId: s.id }))).toBe("FORBIDDEN");
     expect(await refusalCode(bob().call("session.get", { sessionId: s.id }))).toBe("FORBIDDEN");
     expect(await refusalCode(bob().call("session.abort", { sessionId: s.id }))).toBe("FORBIDDEN");
     expect(await refusalCode(bob().call("projects.get", { projectId: p.id }))).toBe("FORBIDDEN");

@@ -9,21 +9,31 @@ import { fencedBlock } from "./support/readme.ts";
 import { useStack } from "./support/stack-fixture.ts";
 
 const HEADING = "## Walk-through";
+const SCRIPT_HEADING = "### The script";
 
-/** README.md's walk-through script: a missing section or block fails the test. */
-function loadWalkthrough(): { source: string; script: string } {
-  const script = fencedBlock(readFileSync(path.join(REPO_ROOT, "README.md"), "utf8"), HEADING);
-  if (script === null) throw new Error("README.md has no ```sh block under ## Walk-through");
-  return { source: "README.md", script };
+/** README.md's walk-through: the watch for the second terminal and the script; missing ones fail. */
+function loadWalkthrough(): { source: string; watch: string; script: string } {
+  const readme = readFileSync(path.join(REPO_ROOT, "README.md"), "utf8");
+  const watch = fencedBlock(readme, HEADING);
+  const script = fencedBlock(readme, SCRIPT_HEADING);
+  if (watch === null) throw new Error(`README.md has no \`\`\`sh block under ${HEADING}`);
+  if (script === null) throw new Error(`README.md has no \`\`\`sh block under ${SCRIPT_HEADING}`);
+  if (watch === script) throw new Error("README.md's walk-through has no watch block before the script");
+  return { source: "README.md", watch, script };
 }
 
-function runBash(
-  script: string,
-  env: Record<string, string>,
-  timeoutMs: number,
-): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    const child = spawn("bash", ["-euo", "pipefail", "-c", script], {
+interface Bash {
+  done: Promise<{ code: number | null; stdout: string; stderr: string }>;
+  output(): string;
+  /** Ends it (and everything it started) as Ctrl-C in its terminal would, then SIGKILL. */
+  stop(): Promise<void>;
+}
+
+function startBash(script: string, env: Record<string, string>, timeoutMs: number): Bash {
+  let out = "";
+  let child: ReturnType<typeof spawn> | null = null;
+  const done = new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => {
+    child = spawn("bash", ["-euo", "pipefail", "-c", script], {
       cwd: REPO_ROOT,
       env,
       stdio: ["ignore", "pipe", "pipe"],
@@ -31,21 +41,43 @@ function runBash(
     });
     let stdout = "";
     let stderr = "";
-    child.stdout.setEncoding("utf8").on("data", (c: string) => {
-      stdout += c;
+    const c = child;
+    c.stdout?.setEncoding("utf8").on("data", (chunk: string) => {
+      stdout += chunk;
+      out = stdout;
     });
-    child.stderr.setEncoding("utf8").on("data", (c: string) => {
-      stderr += c;
+    c.stderr?.setEncoding("utf8").on("data", (chunk: string) => {
+      stderr += chunk;
     });
     const timer = setTimeout(() => {
       stderr += `\n[test] walk-through timed out after ${timeoutMs} ms\n`;
-      if (child.pid !== undefined) process.kill(-child.pid, "SIGKILL");
+      if (c.pid !== undefined) process.kill(-c.pid, "SIGKILL");
     }, timeoutMs);
-    child.on("close", (code) => {
+    c.on("close", (code) => {
       clearTimeout(timer);
       resolve({ code, stdout, stderr });
     });
   });
+  return {
+    done,
+    output: () => out,
+    async stop() {
+      const pid = child?.pid;
+      if (pid === undefined) return;
+      try {
+        process.kill(-pid, "SIGINT");
+      } catch {
+        return; // already gone
+      }
+      const killer = setTimeout(() => {
+        try {
+          process.kill(-pid, "SIGKILL");
+        } catch {}
+      }, 5_000);
+      await done;
+      clearTimeout(killer);
+    },
+  };
 }
 
 describe("README walk-through", () => {
@@ -89,20 +121,52 @@ describe("README walk-through", () => {
   });
 
   it(`runs as written (${walkthrough.source})`, { timeout: 300_000 }, async () => {
-    const r = await runBash(
-      walkthrough.script,
-      {
-        PATH: process.env.PATH ?? "/usr/bin:/bin",
-        HOME: process.env.HOME ?? dir,
-        TMPDIR: tmp,
-        NATS_URL: stack.natsUrl,
-        PI_PREFIX: stack.prefix,
-        PI_PRINCIPAL: "alice",
-      },
-      240_000,
-    );
-    const report = `exit ${r.code}\n--- stdout\n${r.stdout}\n--- stderr\n${r.stderr}\n${logs()}`;
+    const env = {
+      PATH: process.env.PATH ?? "/usr/bin:/bin",
+      HOME: process.env.HOME ?? dir,
+      TMPDIR: tmp,
+      NATS_URL: stack.natsUrl,
+      PI_PREFIX: stack.prefix,
+      PI_PRINCIPAL: "alice",
+    };
+    // The second terminal: the watch runs first and the whole time.
+    const watch = startBash(walkthrough.watch, env, 280_000);
+    let r: Awaited<Bash["done"]>;
+    try {
+      for (let i = 0; !watch.output().includes("watching all your sessions"); i++) {
+        if (i > 600) throw new Error(`the watch never started:\n${watch.output()}`);
+        await new Promise((res) => setTimeout(res, 100));
+      }
+      r = await startBash(walkthrough.script, env, 240_000).done;
+      // What the watch saw of the last events may still be on its way.
+      for (
+        let i = 0;
+        i < 100 && !/\] turn ended: \S+ completed\n[\s\S]*\] turn ended: \S+ completed/.test(watch.output());
+        i++
+      )
+        await new Promise((res) => setTimeout(res, 100));
+    } finally {
+      await watch.stop();
+    }
+    const w = await watch.done;
+    const report = `exit ${r.code}\n--- stdout\n${r.stdout}\n--- stderr\n${r.stderr}\n--- watch\n${w.stdout}${w.stderr}\n${logs()}`;
     expect(r.code, report).toBe(0);
+
+    // The watch in the second terminal showed the same session's story as it happened, labelled.
+    const session = /^\[(ses_\S+)\] turn started: \S+ \(prompt\)$/m.exec(w.stdout)?.[1];
+    expect(session, report).toBeDefined();
+    for (const line of [
+      "tool call: Glob",
+      "tool result: Bash allow: On branch",
+      "plan submitted: ",
+      "plan approved: ",
+      "turn started: \\S+ \\(execution\\)",
+      "tool result: Write allow",
+      "turn ended: \\S+ completed",
+    ])
+      expect(w.stdout, report).toMatch(new RegExp(`^\\[${session}\\] ${line}`, "m"));
+    // Ctrl-C ends it as a person would (130), with no stack trace.
+    expect(w.stderr, report).not.toMatch(/Error|at /);
 
     // The prompt stopped at the approval step and said how to approve.
     expect(r.stdout, report).toMatch(/^ {2}network: {9}off$/m);

@@ -477,6 +477,45 @@ describe("prompt", () => {
     expect(r2.stdout).not.toContain("no worker has claimed");
   });
 
+  it("a long wait says what it waits for: the unanswered prompt with its command, then the quiet turn", async () => {
+    const requested = ev("permission.requested", {
+      requestId: "req1",
+      turnId: "t1",
+      toolCallId: "c1",
+      tool: "Bash",
+      risk: "high",
+      preview: { command: "ls" },
+      deadline: "2030-01-01T00:00:00.000Z",
+    });
+    const { bus } = fakeBus(
+      { "session.prompt": () => ({ turnId: "t1" }) },
+      { "session.prompt": [ev("turn.claimed", { turnId: "t1", workerId: "w1" }), requested] },
+    );
+    const r = await cli(["prompt", "s1", "hi", "--timeout", "0.5"], bus, {}, { waitNoticeMs: 100 });
+    expect(r.code).toBe(3);
+    expect(r.stdout).toMatch(
+      /^waiting: permission for Bash \(req1\) is unanswered until 2030-01-01T00:00:00.000Z; answer: pihost permissions allow req1/m,
+    );
+    const quiet = fakeBus(
+      { "session.prompt": () => ({ turnId: "t1" }) },
+      { "session.prompt": [ev("turn.claimed", { turnId: "t1", workerId: "w1" })] },
+    );
+    const q = await cli(
+      ["--json", "prompt", "s1", "hi", "--timeout", "0.5"],
+      quiet.bus,
+      {},
+      { waitNoticeMs: 100 },
+    );
+    const notices = q.stderr
+      .trimEnd()
+      .split("\n")
+      .map((l) => JSON.parse(l));
+    expect(notices[0]).toMatchObject({
+      notice: "WAITING",
+      message: expect.stringMatching(/^waiting: turn t1 is running; nothing new for \d+ s/),
+    });
+  });
+
   it("exits 4 (interrupted) when the turn ends aborted", async () => {
     const { bus } = fakeBus(
       { "session.prompt": () => ({ turnId: "t1" }) },

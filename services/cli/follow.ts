@@ -99,7 +99,8 @@ export async function follow(run: Run, sub: EventSubscription, spec: FollowSpec)
     if (first)
       return `waiting: permission for ${first.tool} (${first.requestId}) is unanswered until ${first.deadline}; answer: pihost permissions allow ${first.requestId} (or allow-session, deny)`;
     if (!state) return null;
-    return `waiting: ${what()} is running; nothing new for ${Math.round((Date.now() - lastEventAt) / 1000)} s (${Math.round((Date.now() - started) / 1000)} s in all)`;
+    const running = state.target.turnId ? `turn ${state.target.turnId}` : what();
+    return `waiting: ${running} is running; nothing new for ${Math.round((Date.now() - lastEventAt) / 1000)} s (${Math.round((Date.now() - started) / 1000)} s in all)`;
   };
 
   try {
