@@ -9,8 +9,8 @@ import { type ArgsOf, rpcClient } from "../protocol/rpc-client.ts";
 import { inboxPrefix, liveSubject, sessionEventsWildcard } from "../protocol/subjects.ts";
 import type { CliConfig } from "./cli-config.ts";
 import { CliError } from "./cli-error.ts";
-import { parseFeedMessage, storedSessionEvent } from "./session-event.ts";
-import { createSessionFeed, type FeedItem } from "./session-feed.ts";
+import { parseFeedMessage, storedSessionEvent } from "../protocol/session-event.ts";
+import { createSessionFeed, type FeedItem } from "../protocol/session-feed.ts";
 
 export interface EventSubscription {
   /** The next event or live delta, or null once `deadline` (epoch ms) passes or the subscription closes. */

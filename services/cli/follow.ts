@@ -10,7 +10,7 @@ import { bus, outJson, type Run } from "./cli-run.ts";
 import { approvalHintLines } from "./event-format.ts";
 import { EXIT } from "./exit-codes.ts";
 import { createHumanPrinter } from "./human-printer.ts";
-import type { FeedItem } from "./session-feed.ts";
+import type { FeedItem } from "../protocol/session-feed.ts";
 import { colourEnabled, painter } from "./terminal-text.ts";
 import { createPermissionAsker, type PermissionAsker } from "./tty-prompts.ts";
 import { type FollowState, type FollowTarget, followEvent, startFollow } from "./turn-follower.ts";

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import type { SessionEvent } from "../protocol/events.ts";
 import { createHumanPrinter } from "./human-printer.ts";
-import type { LiveDelta } from "./session-feed.ts";
+import type { LiveDelta } from "../protocol/session-feed.ts";
 import { painter } from "./terminal-text.ts";
 import { ev } from "./test-events.ts";
 

@@ -4,7 +4,7 @@
 // string from the bus is made printable and styled here (terminal-text.ts).
 import type { SessionEvent } from "../protocol/events.ts";
 import { eventStyle, formatEvent } from "./event-format.ts";
-import type { FeedItem, LiveDelta } from "./session-feed.ts";
+import type { FeedItem, LiveDelta } from "../protocol/session-feed.ts";
 import { type Paint, printable } from "./terminal-text.ts";
 
 export interface PrinterOptions {

@@ -1,8 +1,8 @@
-// Decodes the messages a follower subscribes to: `<prefix>.evt.<principal>.<sessionId>.<type>` into
+// Decodes the messages a follower (the CLI, the web console) subscribes to: `<prefix>.evt.<principal>.<sessionId>.<type>` into
 // a SessionEvent and `<prefix>.live.<principal>.<sessionId>.delta` into a LiveDelta. Pure; the
 // session and type come from the subject (types contain dots), a body that is not a JSON object is
 // dropped, and so is anything of another principal or prefix.
-import { EVENT_TYPES, type EventType, type SessionEvent } from "../protocol/events.ts";
+import { EVENT_TYPES, type EventType, type SessionEvent } from "./events.ts";
 import type { FeedItem, LiveDelta } from "./session-feed.ts";
 
 /** `{sessionId, rest}` of `<head><sessionId>.<rest>`, or null. */

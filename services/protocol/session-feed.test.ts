@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import type { SessionEvent } from "../protocol/events.ts";
+import type { SessionEvent } from "./events.ts";
 import { createSessionFeed } from "./session-feed.ts";
 
 const ev = (seq: number, cursor = seq * 10, sessionId = "s"): SessionEvent =>

@@ -2,9 +2,9 @@
 // reconnect the ones `events.since` returns after the last cursor seen, merged in `seq` order with
 // every duplicate dropped. One feed may carry many sessions (`pihost watch`): sequences are per
 // session, the cursor is the caller's. Live deltas (never stored, never numbered) pass straight on,
-// except during a catch-up, when the `message` events being fetched say the same. Pure; cli-bus.ts
-// feeds it.
-import type { SessionEvent } from "../protocol/events.ts";
+// except during a catch-up, when the `message` events being fetched say the same. Pure; the CLI's
+// bus adapter and the web console feed it.
+import type { SessionEvent } from "./events.ts";
 
 /** One message of `<prefix>.live.<principal>.<sessionId>.delta` (docs/protocol.md "Live output"). */
 export interface LiveDelta {
