@@ -121,6 +121,9 @@ export function formatEvent(e: SessionEvent): string[] {
       const s = e as SessionEvent<"session.changed">;
       return [`session: mode ${s.mode}, permissions ${s.permissionMode}, planning ${s.planningState}`];
     }
+    case "machine.state":
+      // For machine viewers (the web console); people follow the other events. --json keeps it.
+      return [];
     default:
       return [];
   }

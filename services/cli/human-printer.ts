@@ -111,10 +111,12 @@ export function createHumanPrinter(opts: PrinterOptions) {
       if (item.type === "delta") return onDelta(item);
       if (item.type === "message") return onMessage(item as SessionEvent<"message">);
       if (item.type === "tool.output") return onOutput(item as SessionEvent<"tool.output">);
+      const ls = formatEvent(item);
+      // An event without a line of its own (machine.state) leaves a streamed line open.
+      if (ls.length === 0) return "";
       let head = close();
       if (item.type === "tool.result") head += endOutput((item as SessionEvent<"tool.result">).toolCallId);
-      const ls = formatEvent(item);
-      return ls.length === 0 ? head : head + lines(item.sessionId, ls, eventStyle(item));
+      return head + lines(item.sessionId, ls, eventStyle(item));
     },
     /** Lines of our own (notices, hints): the open streamed line is ended first. */
     note(ls: string[], style: Parameters<Paint>[0] = null): string {

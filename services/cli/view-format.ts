@@ -26,6 +26,7 @@ export function formatSession(s: SessionView): string[] {
     `  permissions: ${s.permissionMode}`,
     `  model:       ${s.model.provider}/${s.model.model}`,
     `  active turn: ${s.activeTurnId ?? "none"}`,
+    `  machine:     ${s.machineState}`,
     `  version:     ${s.version}, updated ${s.updatedAt}`,
   ];
 }

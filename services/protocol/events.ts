@@ -73,6 +73,11 @@ export interface EventBodies {
     decision: PermissionDecision;
     code?: ErrorCode;
   };
+  /**
+   * The session actor's state value changed (nested values as a dotted path, e.g. `running.waiting`),
+   * or "passivated" when its actor stopped; for viewers of the machine, not a state to act on.
+   */
+  "machine.state": { state: string };
 }
 
 export type EventType = keyof EventBodies;
@@ -88,6 +93,7 @@ export const EVENT_TYPES: EventType[] = [
   "plan.changed",
   "permission.requested",
   "permission.resolved",
+  "machine.state",
 ];
 
 export type SessionEvent<T extends EventType = EventType> = {

@@ -206,6 +206,8 @@ export const SessionView = Type.Object({
   model: ModelName,
   version: Type.Integer(),
   activeTurnId: Nullable(Type.String()),
+  /** The session actor's state value (`machine.state`), or "passivated" when no actor is alive. */
+  machineState: Type.String(),
   /** What the model reported using: the session's total and its last turn's (cost in the model's prices, 0 without). */
   usage: SessionUsage,
   createdAt: Timestamp,

@@ -15,6 +15,7 @@ import {
   SessionRef,
   EmptyParams,
   type ModelConfig,
+  type SessionView,
 } from "../../protocol/schemas.ts";
 import { type ClientApiMethod, PROTOCOL_VERSION } from "../../protocol/subjects.ts";
 import { splitProposal } from "../sessions/plan-events.ts";
@@ -27,7 +28,12 @@ import type { SessionSupervisor } from "../sessions/session-supervisor.ts";
 import { type ModelChoice, SCRIPTED_PROVIDER } from "../sessions/model-choice.ts";
 import type { WorkerRegistry } from "../sessions/worker-registry.ts";
 import { countSessionLeases, turnOfIdempotencyKey } from "../store/session-facts.ts";
-import { canAccess, type SessionRow, type SessionStore } from "../store/session-store.ts";
+import {
+  canAccess,
+  type SessionRow,
+  type SessionStore,
+  type StoredSessionView,
+} from "../store/session-store.ts";
 
 export type ClientHandler = (principal: string, params: unknown) => Promise<unknown>;
 
@@ -94,6 +100,12 @@ export function createClientApi(deps: {
     return chosen;
   }
 
+  /** The rows' view with the live actor's state value ("passivated" without one). */
+  const live = (view: StoredSessionView): SessionView => ({
+    ...view,
+    machineState: supervisor.machineState(view.id),
+  });
+
   async function sessionFor(principal: string, sessionId: string, ownerOnly = false): Promise<SessionRow> {
     const row = await sessions.getRow(db, sessionId);
     if (ownerOnly ? row.owner !== principal : !canAccess(row, principal)) throw new AppError("FORBIDDEN");
@@ -151,17 +163,19 @@ export function createClientApi(deps: {
     "session.create": async (principal, params) => {
       const p = decodeParams(SessionCreateParams, params);
       const model = chooseModel(p.model);
-      return sessions.createSession(principal, { ...p, ...(model ? { model } : {}) }, deps.hostId);
+      return live(
+        await sessions.createSession(principal, { ...p, ...(model ? { model } : {}) }, deps.hostId),
+      );
     },
 
     "session.get": async (principal, params) => {
       const p = decodeParams(SessionRef, params);
-      return sessions.view(db, await sessionFor(principal, p.sessionId));
+      return live(await sessions.view(db, await sessionFor(principal, p.sessionId)));
     },
 
     "session.list": async (principal, params) => {
       decodeParams(EmptyParams, params);
-      return { sessions: await sessions.listSessions(principal) };
+      return { sessions: (await sessions.listSessions(principal)).map(live) };
     },
 
     "session.configure": async (principal, params) => {
@@ -170,7 +184,13 @@ export function createClientApi(deps: {
       if (p.model) chooseModel(p.model);
       // Only members may be named approver (a later removal ends their rights: project-members.ts).
       await assertApproversAreMembers(db, row.project_id, p.approvers);
-      return supervisor.request(p.sessionId, (reply) => ({ type: "CONFIGURE", params: p, reply }));
+      return live(
+        await supervisor.request<StoredSessionView>(p.sessionId, (reply) => ({
+          type: "CONFIGURE",
+          params: p,
+          reply,
+        })),
+      );
     },
 
     "session.prompt": async (principal, params) => {

@@ -2,16 +2,12 @@
 // (submit), plans.resolve and the approval deadline. Each commits in one transaction, then publishes.
 import type { StepOutput } from "../../../machines/session.machine.ts";
 import { AppError } from "../../protocol/app-error.ts";
-import type {
-  PlansResolveParams,
-  ProposalView,
-  SessionView,
-  ToolExecuteResult,
-} from "../../protocol/schemas.ts";
+import type { PlansResolveParams, ProposalView, ToolExecuteResult } from "../../protocol/schemas.ts";
 import type { Clock } from "../clock.ts";
 import { appendAudit } from "../store/audit-log.ts";
 import { type Db, withTransaction } from "../store/db.ts";
 import type { PlanStore } from "../store/plan-store.ts";
+import type { StoredSessionView } from "../store/session-store.ts";
 import { enterPlanMode } from "../store/session-facts.ts";
 import type { Audience, EventPublisher } from "./event-publisher.ts";
 import { buildSystemPrompt, buildTools, type PromptContext } from "./prompt-composition.ts";
@@ -23,7 +19,7 @@ export interface PlanActorDeps {
   events: EventPublisher;
   audience: (sessionId: string) => Audience;
   /** Reads the session's view and publishes session.changed. */
-  publishSession: (sessionId: string) => Promise<SessionView>;
+  publishSession: (sessionId: string) => Promise<StoredSessionView>;
   /** The project's instructions for the session's next prompt (its AGENTS.md); never fails. */
   promptContext?: (sessionId: string) => Promise<PromptContext>;
 }

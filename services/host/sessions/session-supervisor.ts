@@ -1,11 +1,13 @@
 // One XState actor per live session (steps: session-actors.ts), started from rows and observed: a failed
 // actor fails its waiting requests and restarts from the rows, within a bound, past it the session is
-// degraded (SESSION_DEGRADED) until the host restarts. Idle actors are passivated.
-import { type Actor, createActor, waitFor } from "xstate";
+// degraded (SESSION_DEGRADED) until the host restarts. Idle actors are passivated. Each new state value
+// of an actor is published as `machine.state` ("passivated" once a session is left without one).
+import { type Actor, createActor, type SnapshotFrom, waitFor } from "xstate";
 import type { Reply, SessionEvent } from "../../../machines/session.machine.ts";
 import { AppError } from "../../protocol/app-error.ts";
 import { errorFields, type Logger } from "../../protocol/log.ts";
 import type { FaultInjector } from "./fault-injector.ts";
+import { PASSIVATED, stateValueString } from "./machine-state.ts";
 import { createSessionActors, type SessionActorDeps } from "./session-actors.ts";
 import { type HostSessionMachine, provideSessionMachine } from "./session-machine.ts";
 
@@ -39,10 +41,14 @@ interface Entry {
   ready: Promise<unknown>;
   /** Host-clock time of the last request or reply: passivation measures idleness from here. */
   lastActive: number;
+  /** The last `machine.state` this actor published, null before its first. */
+  published: string | null;
+  /** State values seen before the actor read its audience (only `loading`): published after it. */
+  held: string[];
 }
 
 export function createSessionSupervisor(deps: SupervisorDeps) {
-  const { clock, dispatcher, log } = deps;
+  const { clock, dispatcher, events, log } = deps;
   const maxRestarts = deps.maxRestarts ?? 3;
   const restartWindowMs = deps.restartWindowMs ?? 60_000;
   const passivateAfterMs = deps.passivateAfterMs ?? 60_000;
@@ -92,11 +98,25 @@ export function createSessionSupervisor(deps: SupervisorDeps) {
     // Requests wait until the actor has read its rows (the loading state answers nothing).
     const ready = waitFor(actor, (snap) => !snap.matches("loading"), { timeout: 30_000 });
     ready.catch(() => {});
-    const e: Entry = { actor, pending: new Set(), ready, lastActive: clock.now() };
+    const e: Entry = {
+      actor,
+      pending: new Set(),
+      ready,
+      lastActive: clock.now(),
+      published: null,
+      held: [],
+    };
     actors.set(sessionId, e);
     // Every root actor has an error observer: an unobserved error would be rethrown on a timer and
-    // end the process. The observer itself must never throw, for the same reason.
+    // end the process. The observers themselves must never throw, for the same reason.
     actor.subscribe({
+      next: (snap) => {
+        try {
+          observeState(sessionId, e, snap);
+        } catch (bug) {
+          log.error("session.supervisor_bug", { sessionId, ...errorFields(bug) });
+        }
+      },
       error: (err) => {
         try {
           failed(sessionId, e, err);
@@ -112,6 +132,31 @@ export function createSessionSupervisor(deps: SupervisorDeps) {
     }
     ready.then(() => reofferOrphan(sessionId, e)).catch(() => {});
     return e;
+  }
+
+  /**
+   * Publishes the actor's state value when it differs from the last one it published (start calls
+   * this with the first). Values seen before loadSession cached the session's owner and approvers
+   * are held and published, in order, with the first value after it.
+   */
+  function observeState(sessionId: string, e: Entry, snap: SnapshotFrom<HostSessionMachine>): void {
+    if (snap.status !== "active" || actors.get(sessionId) !== e) return;
+    const state = stateValueString(snap.value);
+    if (state === (e.held.at(-1) ?? e.published)) return;
+    e.held.push(state);
+    const to = steps.audience(sessionId);
+    if (!to.owner) return;
+    for (const value of e.held.splice(0)) {
+      events.publish(to, "machine.state", { state: value });
+      e.published = value;
+    }
+  }
+
+  /** The session is left without an actor (passivated, degraded, not loadable): says so once. */
+  function publishStopped(sessionId: string, e: Entry): void {
+    if (e.published === null || e.published === PASSIVATED) return;
+    e.published = PASSIVATED;
+    events.publish(steps.audience(sessionId), "machine.state", { state: PASSIVATED });
   }
 
   /**
@@ -140,7 +185,12 @@ export function createSessionSupervisor(deps: SupervisorDeps) {
     const current = actors.get(sessionId) === e;
     if (current) actors.delete(sessionId);
     for (const r of [...e.pending]) r.fail("INTERNAL", "the session actor failed; retry");
-    if (!current || stopped || state === "loading") return;
+    if (!current || stopped) return;
+    // Not restarted (the rows could not be read): no actor until the next request.
+    if (state === "loading") {
+      publishStopped(sessionId, e);
+      return;
+    }
 
     const now = clock.now();
     const recent = (failures.get(sessionId) ?? []).filter((t) => now - t < restartWindowMs);
@@ -150,6 +200,7 @@ export function createSessionSupervisor(deps: SupervisorDeps) {
       const d: DegradedSession = { sessionId, failures: recent.length, since: clock.date().toISOString() };
       degraded.set(sessionId, d);
       failures.delete(sessionId);
+      publishStopped(sessionId, e);
       steps.forget(sessionId);
       // The worker of its turn (if any) stops, its waiting permission prompts end as denials
       // (PERMISSION_INTERRUPTED) and a running tool is aborted; the turn's rows stay until the next
@@ -217,6 +268,7 @@ export function createSessionSupervisor(deps: SupervisorDeps) {
       // Only `idle`: never with a running, parked or queued turn, nor mid-step.
       if (snap.status !== "active" || snap.value !== "idle") continue;
       actors.delete(sessionId);
+      publishStopped(sessionId, e);
       steps.forget(sessionId);
       e.actor.stop();
       n++;
@@ -286,6 +338,11 @@ export function createSessionSupervisor(deps: SupervisorDeps) {
       deliver(sessionId, e, { type: "FAULT" });
       const d = degraded.get(sessionId);
       return { sessionId, failures: d?.failures ?? failures.get(sessionId)?.length ?? 0, degraded: !!d };
+    },
+    /** The live actor's state value (dotted path), or "passivated" when the session has none (or is degraded). */
+    machineState(sessionId: string): string {
+      const snap = actors.get(sessionId)?.actor.getSnapshot();
+      return snap?.status === "active" ? stateValueString(snap.value) : PASSIVATED;
     },
     /** Live actors and degraded sessions (for `host.status`). */
     status(): { active: number; degraded: DegradedSession[] } {

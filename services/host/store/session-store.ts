@@ -86,6 +86,9 @@ function usageOf(v: unknown): UsageCounts {
   };
 }
 
+/** A session as its rows tell it; the host adds the live actor's `machineState` (bus/client-api.ts). */
+export type StoredSessionView = Omit<SessionView, "machineState">;
+
 export function createSessionStore({ db, clock }: { db: Db; clock: Clock }) {
   async function planningState(
     q: Db | Tx,
@@ -118,7 +121,7 @@ export function createSessionStore({ db, clock }: { db: Db; clock: Clock }) {
   function view(
     row: SessionRow,
     p: { state: PlanningState; activeTurnId: string | null; usage: SessionUsage },
-  ): SessionView {
+  ): StoredSessionView {
     return {
       id: row.id,
       projectId: row.project_id,
@@ -160,7 +163,7 @@ export function createSessionStore({ db, clock }: { db: Db; clock: Clock }) {
       return canAccess(row, principal) ? ok(row) : refuse("FORBIDDEN");
     },
 
-    async view(q: Db | Tx, row: SessionRow): Promise<SessionView> {
+    async view(q: Db | Tx, row: SessionRow): Promise<StoredSessionView> {
       return view(row, await planningState(q, row));
     },
 
@@ -175,7 +178,7 @@ export function createSessionStore({ db, clock }: { db: Db; clock: Clock }) {
         approvers?: string[];
       },
       hostId: string,
-    ): Promise<SessionView> {
+    ): Promise<StoredSessionView> {
       const id = newId("ses");
       const at = clock.date();
       const model: ModelConfig = p.model ?? { provider: "scripted", model: "demo" };
@@ -221,7 +224,7 @@ export function createSessionStore({ db, clock }: { db: Db; clock: Clock }) {
       });
     },
 
-    async listSessions(principal: string): Promise<SessionView[]> {
+    async listSessions(principal: string): Promise<StoredSessionView[]> {
       const r = await db.query(
         `${SESSION_SELECT} WHERE ${ownsOrApprovesSql("s", "$1")} ORDER BY s.created_at, s.id`,
         [principal],

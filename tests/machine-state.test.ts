@@ -1,0 +1,206 @@
+// The session actor's state as the host tells it (docs/protocol.md "Events", SessionView): every new
+// state value is a `machine.state` event (stored, with seq and cursor) for the owner and approvers
+// only, `session.get`/`session.list` carry the live value, and "passivated" once the actor is gone.
+import { writeFileSync } from "node:fs";
+import path from "node:path";
+import type { Msg } from "@nats-io/nats-core";
+import { describe, expect, it } from "vitest";
+import { formatEvent } from "../services/cli/event-format.ts";
+import { decodeJson } from "../services/protocol/envelope.ts";
+import type { SessionEvent } from "../services/protocol/events.ts";
+import type { ProjectView, SessionView } from "../services/protocol/schemas.ts";
+import { approveProposal, exitPlanStep, newPlanSession, submitted, turnEnded } from "./support/plans.ts";
+import type { EventCollector } from "./support/stack.ts";
+import { eventually } from "./support/stack.ts";
+import { useStack } from "./support/stack-fixture.ts";
+import { refusalCode } from "./support/worker-double.ts";
+
+const PASSIVATE_AFTER_MS = 1500;
+const stack = useStack("mstate", {
+  host: true,
+  worker: true,
+  extra: { PI_PASSIVATE_AFTER_MS: String(PASSIVATE_AFTER_MS), PI_ACTOR_MAX_RESTARTS: "1" },
+});
+
+const statesOf = (events: EventCollector) =>
+  events.all
+    .filter((e): e is SessionEvent<"machine.state"> => e.type === "machine.state")
+    .map((e) => e.state);
+
+/** Waits for a `machine.state` with this value among the events from index `from` on; its index. */
+async function reached(events: EventCollector, state: string, from: number, timeoutMs = 20_000) {
+  const e = await events.waitFor(
+    (x) =>
+      x.type === "machine.state" &&
+      (x as SessionEvent<"machine.state">).state === state &&
+      events.all.indexOf(x) >= from,
+    timeoutMs,
+  );
+  return events.all.indexOf(e) + 1;
+}
+
+/** Whether `want` appears in `seen` in order (other values in between). */
+function isSubsequence(want: string[], seen: string[]): boolean {
+  let i = 0;
+  for (const s of seen) if (s === want[i]) i++;
+  return i === want.length;
+}
+
+const machineState = async (sessionId: string, principal = "alice") =>
+  (await stack.rpc(principal).call<SessionView>("session.get", { sessionId })).machineState;
+
+describe("machine.state", () => {
+  it("follows a Plan session through prompt, approval, execution and passivation; session.get agrees at each step", async () => {
+    const gate = path.join(stack.dir, `mstate-gate-${Date.now()}`);
+    const { session } = await newPlanSession(
+      stack,
+      "mstate",
+      [exitPlanStep("Greet"), { waitForFile: gate, text: "Done." }],
+      ["carol"],
+    );
+    // A new session has no actor until its first request.
+    expect(session.machineState).toBe("passivated");
+    expect(await machineState(session.id)).toBe("passivated");
+
+    const alice = stack.rpc("alice");
+    const events = stack.events(session.id);
+    const carols = stack.events(session.id, "carol");
+    const bobs: SessionEvent[] = [];
+    const bobTap = stack.nc.subscribe(`${stack.env.prefix}.evt.bob.>`, {
+      callback: (_err, m: Msg) => {
+        bobs.push(decodeJson(m.data) as SessionEvent);
+      },
+    });
+    try {
+      await stack.nc.flush();
+      await alice.call("session.prompt", { sessionId: session.id, text: "Plan a greeting" });
+
+      // The plan waits for approval: the actor holds the parked turn.
+      const proposal = await submitted(events);
+      let at = await reached(events, "parked", 0);
+      expect(statesOf(events).at(-1)).toBe("parked");
+      expect(await machineState(session.id)).toBe("parked");
+      expect(await machineState(session.id, "carol")).toBe("parked");
+
+      // Approved while no worker runs: the execution stays queued.
+      await stack.worker!.stop();
+      await approveProposal(stack, proposal, "auto");
+      at = await reached(events, "queued", at);
+      expect(statesOf(events).at(-1)).toBe("queued");
+      expect(await machineState(session.id)).toBe("queued");
+      const listed = await alice.call<{ sessions: SessionView[] }>("session.list", {});
+      expect(listed.sessions.find((s) => s.id === session.id)?.machineState).toBe("queued");
+
+      // A worker claims it; the execution runs until the gate file exists.
+      await stack.startWorker();
+      const started = (await events.waitFor(
+        (e) => e.type === "turn.started" && (e as SessionEvent<"turn.started">).kind === "execution",
+      )) as SessionEvent<"turn.started">;
+      await events.waitFor(
+        (e) => e.type === "turn.claimed" && (e as SessionEvent<"turn.claimed">).turnId === started.turnId,
+      );
+      at = await reached(events, "running", at);
+      expect(statesOf(events).at(-1)).toBe("running");
+      expect(await machineState(session.id)).toBe("running");
+
+      writeFileSync(gate, "go\n");
+      await turnEnded(events, started.turnId, 30_000);
+      at = await reached(events, "idle", at);
+      expect(statesOf(events).at(-1)).toBe("idle");
+      expect(await machineState(session.id)).toBe("idle");
+
+      const seen = statesOf(events);
+      expect(isSubsequence(["idle", "running", "parked", "queued", "running", "idle"], seen)).toBe(true);
+      // The first value is the actor's own first state; no value repeats the one before it.
+      expect(seen[0]).toBe("loading");
+      expect(seen.filter((s, i) => i > 0 && s === seen[i - 1])).toEqual([]);
+      // Transient routing states are never a value.
+      expect(seen).not.toContain("route");
+
+      // Idle for PI_PASSIVATE_AFTER_MS: the actor is stopped and says so.
+      await reached(events, "passivated", at, PASSIVATE_AFTER_MS * 10);
+      expect(statesOf(events).at(-1)).toBe("passivated");
+      expect(await machineState(session.id)).toBe("passivated");
+      const afterPassivation = await alice.call<{ sessions: SessionView[] }>("session.list", {});
+      expect(afterPassivation.sessions.find((s) => s.id === session.id)?.machineState).toBe("passivated");
+
+      // Each is a stored event like every other: seq and cursor, and events.since returns them.
+      const stored = await alice.call<{ events: SessionEvent[] }>("events.since", {
+        sessionId: session.id,
+        limit: 500,
+      });
+      const storedStates = stored.events.filter((e) => e.type === "machine.state");
+      expect(storedStates.map((e) => (e as SessionEvent<"machine.state">).state)).toEqual(statesOf(events));
+      for (const e of storedStates) {
+        expect(Number.isInteger(e.seq)).toBe(true);
+        expect(Number.isInteger(e.cursor)).toBe(true);
+      }
+
+      // The approver got the same values; bob (neither owner nor approver) none of this session's events.
+      await eventually(async () => statesOf(carols).at(-1) === "passivated", 5_000, "carol's passivated");
+      expect(statesOf(carols)).toEqual(statesOf(events));
+      expect(bobs.filter((e) => e.sessionId === session.id)).toEqual([]);
+      expect(await refusalCode(stack.rpc("bob").call("session.get", { sessionId: session.id }))).toBe(
+        "FORBIDDEN",
+      );
+
+      // The next request activates the actor again from the rows.
+      await alice.call("session.configure", { sessionId: session.id, permissionMode: "ask" });
+      const back = await reached(events, "loading", at);
+      await reached(events, "idle", back);
+      expect(await machineState(session.id)).toBe("idle");
+    } finally {
+      bobTap.unsubscribe();
+    }
+  });
+
+  it("a failed actor starts again from loading; a degraded session is passivated", async () => {
+    const alice = stack.rpc("alice");
+    const project = await alice.call<ProjectView>("projects.create", {
+      name: "mstate-fault",
+      workspaceRoot: stack.newWorkspace("mstate-fault"),
+    });
+    const session = await alice.call<SessionView>("session.create", { projectId: project.id, mode: "agent" });
+    const events = stack.events(session.id);
+    await stack.nc.flush();
+    const configured = await alice.call<SessionView>("session.configure", {
+      sessionId: session.id,
+      permissionMode: "auto",
+    });
+    expect(configured.machineState).toBe("idle");
+    let at = await reached(events, "idle", 0);
+
+    // One failure is within the bound (PI_ACTOR_MAX_RESTARTS=1): a new actor, read from the rows.
+    expect(await stack.hook("actor.fault", { sessionId: session.id })).toMatchObject({ degraded: false });
+    at = await reached(events, "loading", at);
+    at = await reached(events, "idle", at);
+    expect(await machineState(session.id)).toBe("idle");
+
+    // The second degrades the session: no actor, and it says so.
+    expect(await stack.hook("actor.fault", { sessionId: session.id })).toMatchObject({ degraded: true });
+    await reached(events, "passivated", at);
+    expect(statesOf(events)).toEqual([
+      "loading",
+      "idle",
+      "configuring",
+      "idle",
+      "loading",
+      "idle",
+      "passivated",
+    ]);
+    expect(await machineState(session.id)).toBe("passivated");
+    events.stop();
+  });
+
+  it("is not a line of pihost's human output (it stays in --json)", () => {
+    const e: SessionEvent<"machine.state"> = {
+      type: "machine.state",
+      sessionId: "ses_1",
+      at: new Date(0).toISOString(),
+      seq: 1,
+      cursor: 1,
+      state: "running",
+    };
+    expect(formatEvent(e)).toEqual([]);
+  });
+});
