@@ -1,12 +1,14 @@
 // `npm start`: a complete development pi-host on one machine. Finds or starts Postgres and NATS
-// (infra.ts), then runs the host and one agent worker as child processes and supervises them:
-// any unexpected exit stops everything; SIGINT/SIGTERM/SIGHUP stop everything in order.
+// (infra.ts), serves the web console with Vite (web-console.ts), then runs the host and one agent
+// worker as child processes and supervises them: any unexpected exit stops everything;
+// SIGINT/SIGTERM/SIGHUP stop everything in order.
 import { type ChildProcess, spawn } from "node:child_process";
-import fs from "node:fs";
+import fs, { existsSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { createLogger, errorFields } from "../protocol/log.ts";
-import { probeUrlsFromEnv, type ResolvedService, redactUrl, resolveNats, resolvePostgres } from "./infra.ts";
+import { probeUrlsFromEnv, redactUrl, resolveNats, resolvePostgres } from "./infra.ts";
+import { chooseWebPort, consoleSocket, startWebConsole, WEB_CONFIG_FILE, webOrigins } from "./web-console.ts";
 
 const REPO_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
 const TSX = path.join(REPO_ROOT, "node_modules/.bin/tsx");
@@ -46,7 +48,8 @@ interface Child {
   waitFor(event: string, timeoutMs: number): Promise<Record<string, unknown>>;
 }
 
-const services: ResolvedService[] = [];
+/** What this process started (embedded Postgres, nats-server, the console), stopped in reverse order. */
+const services: Array<{ stop(): Promise<void> }> = [];
 const children: Child[] = [];
 let stopping = false;
 /** The infrastructure step in flight, so a shutdown can wait for it and then stop what it started. */
@@ -190,7 +193,7 @@ function onSignal(signal: NodeJS.Signals) {
 }
 
 /** Tracks a service being resolved: once up it is registered for shutdown before anyone else resumes. */
-function startService(p: Promise<ResolvedService>): Promise<ResolvedService> {
+function startService<T extends { stop(): Promise<void> }>(p: Promise<T>): Promise<T> {
   const tracked = p.then((service) => {
     services.push(service);
     return service;
@@ -217,10 +220,43 @@ async function main(): Promise<void> {
     resolvePostgres({ databaseUrl: env.DATABASE_URL, probeUrl: pgProbeUrl, dataDir, log }),
   );
   if (stopping) return;
+  // The console's port comes first: a spawned NATS allows exactly its origins on its WebSocket.
+  const webPort = existsSync(WEB_CONFIG_FILE) ? await chooseWebPort(env) : undefined;
+  if (webPort === undefined) {
+    log.warn("infra.web_off", {
+      console: "off",
+      reason: `${path.relative(REPO_ROOT, WEB_CONFIG_FILE)} is missing: this checkout has no web console`,
+      fix: "check out a version with services/web",
+    });
+  }
   const nats = await startService(
-    resolveNats({ natsUrl: env.NATS_URL, probeUrl: natsProbeUrl, dataDir, log }),
+    resolveNats({
+      natsUrl: env.NATS_URL,
+      probeUrl: natsProbeUrl,
+      dataDir,
+      log,
+      ...(webPort === undefined ? {} : { webOrigins: webOrigins(webPort) }),
+    }),
   );
   if (stopping) return;
+  let webUrl: string | undefined;
+  if (webPort !== undefined) {
+    const socket = consoleSocket({ nats, envWsUrl: env.PI_WEB_WS_URL, webPort, log });
+    if (socket.on) {
+      try {
+        const web = await startService(startWebConsole({ port: webPort, wsUrl: socket.wsUrl, prefix, log }));
+        webUrl = web.url;
+      } catch (err) {
+        if (stopping) return;
+        log.warn("infra.web_off", {
+          console: "off",
+          reason: `Vite's dev server did not start on 127.0.0.1:${webPort}: ${(err as Error).message}`,
+          fix: "free that port or set PI_WEB_PORT to another one",
+        });
+      }
+      if (stopping) return;
+    }
+  }
 
   const common: NodeJS.ProcessEnv = {
     ...env,
@@ -248,6 +284,7 @@ async function main(): Promise<void> {
     postgres: postgres.source,
     nats: nats.source,
     dataDir,
+    webUrl: webUrl ?? null,
   });
 }
 

@@ -1,5 +1,6 @@
 // NATS for `npm start`: NATS_URL, else the local server on the probe URL, else a nats-server spawned on
-// a free loopback port with JetStream stored under the data folder.
+// a free loopback port with JetStream stored under the data folder and, for the web console, a
+// WebSocket listener on loopback that only the console's origins may open.
 import { type ChildProcess, spawn } from "node:child_process";
 import { constants as fsConstants } from "node:fs";
 import fs from "node:fs/promises";
@@ -16,6 +17,11 @@ import {
   superviseChild,
   tail,
 } from "./resolved-service.ts";
+
+/** A resolved NATS; `wsUrl` only for a spawned server given console origins (its own WebSocket). */
+export interface ResolvedNats extends ResolvedService {
+  wsUrl?: string;
+}
 
 /** nats-server on a search path (PATH by default), or null. */
 export async function findNatsServer(searchPath = process.env.PATH ?? ""): Promise<string | null> {
@@ -41,16 +47,19 @@ export const NATS_INSTALL_HINT =
 
 /**
  * NATS_URL as given; else the server at probeUrl; else a nats-server spawned on a free loopback port
- * with JetStream stored in `<dataDir>/nats`. Throws with install instructions when there is none.
- * `searchPath` overrides PATH when looking for nats-server (tests).
+ * with JetStream stored in `<dataDir>/nats`, configured by `<dataDir>/nats.conf`. Given `webOrigins`,
+ * the spawned server also gets a WebSocket listener on 127.0.0.1 that accepts only those origins
+ * (never without them: nats-server lets any origin in when the list is empty). Throws with install
+ * instructions when there is none. `searchPath` overrides PATH when looking for nats-server (tests).
  */
 export async function resolveNats(opts: {
   natsUrl?: string;
   probeUrl: string;
   dataDir: string;
   log: Logger;
+  webOrigins?: string[];
   searchPath?: string;
-}): Promise<ResolvedService> {
+}): Promise<ResolvedNats> {
   const { log } = opts;
   if (opts.natsUrl) {
     log.info("infra.nats", { source: "env", url: redactUrl(opts.natsUrl) });
@@ -73,15 +82,53 @@ export async function resolveNats(opts: {
       `No NATS server answers at ${redactUrl(opts.probeUrl)} and nats-server is not on PATH: ${NATS_INSTALL_HINT}`,
     );
   }
-  return spawnNats(bin, path.join(path.resolve(opts.dataDir), "nats"), log);
+  return spawnNats(bin, path.resolve(opts.dataDir), opts.webOrigins ?? [], log);
 }
 
-async function spawnNats(bin: string, storeDir: string, log: Logger): Promise<ResolvedService> {
+/**
+ * The configuration of a spawned nats-server: client port and WebSocket on 127.0.0.1 only, JetStream
+ * in storeDir, and the WebSocket block only with at least one allowed origin.
+ */
+export function spawnedNatsConfig(opts: {
+  port: number;
+  storeDir: string;
+  ws?: { port: number; allowedOrigins: string[] };
+}): string {
+  const lines = [
+    "# Written by `npm start` (services/start/nats.ts) at every start; edits are overwritten.",
+    `listen: "127.0.0.1:${opts.port}"`,
+    `jetstream { store_dir: ${JSON.stringify(opts.storeDir)} }`,
+  ];
+  if (opts.ws && opts.ws.allowedOrigins.length > 0) {
+    lines.push(
+      "websocket {",
+      // Loopback only, ever: no TLS, so nothing beyond this machine may reach it.
+      `  listen: "127.0.0.1:${opts.ws.port}"`,
+      "  no_tls: true",
+      `  allowed_origins: [${opts.ws.allowedOrigins.map((o) => JSON.stringify(o)).join(", ")}]`,
+      "}",
+    );
+  }
+  return `${lines.join("\n")}\n`;
+}
+
+async function spawnNats(
+  bin: string,
+  dataDir: string,
+  webOrigins: string[],
+  log: Logger,
+): Promise<ResolvedNats> {
+  const storeDir = path.join(dataDir, "nats");
   await fs.mkdir(storeDir, { recursive: true });
   const port = await freeLoopbackPort();
   const url = `nats://127.0.0.1:${port}`;
+  const wsPort = webOrigins.length > 0 ? await freeLoopbackPort() : undefined;
+  const wsUrl = wsPort === undefined ? undefined : `ws://127.0.0.1:${wsPort}`;
+  const configFile = path.join(dataDir, "nats.conf");
+  const ws = wsPort === undefined ? undefined : { port: wsPort, allowedOrigins: webOrigins };
+  await fs.writeFile(configFile, spawnedNatsConfig({ port, storeDir, ws }), { mode: 0o600 });
   const output = tail();
-  const child: ChildProcess = spawn(bin, ["-a", "127.0.0.1", "-p", String(port), "-js", "-sd", storeDir], {
+  const child: ChildProcess = spawn(bin, ["-c", configFile], {
     detached: true, // own process group, like embedded Postgres: stopped last, by us
     stdio: ["ignore", "pipe", "pipe"],
   });
@@ -112,6 +159,13 @@ async function spawnNats(bin: string, storeDir: string, log: Logger): Promise<Re
       await new Promise((r) => setTimeout(r, 50));
     }
   }
-  log.info("infra.nats", { source: "spawned", url, storeDir, pid: child.pid });
-  return { url, source: "spawned", stop };
+  log.info("infra.nats", {
+    source: "spawned",
+    url,
+    storeDir,
+    configFile,
+    pid: child.pid,
+    ...(wsUrl ? { wsUrl, allowedOrigins: webOrigins } : {}),
+  });
+  return wsUrl ? { url, source: "spawned", stop, wsUrl } : { url, source: "spawned", stop };
 }
