@@ -234,7 +234,8 @@ async function fetchForPage(route: Route, maxBytes: number): Promise<{ truncated
   let size = 0;
   let truncated = false;
   if (res.body) {
-    for await (const chunk of res.body) {
+    // Node's stream (DOM typings seen by tests would hide its async iterator).
+    for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) {
       const part = Buffer.from(chunk).subarray(0, maxBytes - size);
       chunks.push(part);
       size += part.length;

@@ -1,0 +1,162 @@
+// The console's only adapter: one NATS WebSocket connection with the person's own credentials and
+// private inbox prefix, requests through the shared RPC client, and the feed of every readable
+// session's events and live output. After a reconnect it catches up with events.since (exactly as
+// the CLI does, through session-feed.ts) and then asks for the lists to be re-read: events are hints.
+import {
+  type ConnectionOptions,
+  type NatsConnection,
+  type Subscription,
+  wsconnect,
+} from "@nats-io/nats-core";
+import type { SessionEvent } from "../../protocol/events.ts";
+import type { ClientMethod, ResultOf } from "../../protocol/methods.ts";
+import { type ArgsOf, rpcClient } from "../../protocol/rpc-client.ts";
+import { parseFeedMessage, storedSessionEvent } from "../../protocol/session-event.ts";
+import { createSessionFeed, type FeedItem } from "../../protocol/session-feed.ts";
+import { inboxPrefix, liveSubject, sessionEventsWildcard } from "../../protocol/subjects.ts";
+import type { ConnectionState } from "./stores.ts";
+
+/** Events per events.since page while catching up, and the most pages one catch-up reads. */
+const CATCH_UP_LIMIT = 500;
+const CATCH_UP_MAX_PAGES = 20;
+
+export interface ConsoleBusOptions {
+  wsUrl: string;
+  prefix: string;
+  user: string;
+  pass: string;
+  /** Every change of the connection's state, with the reason when it is lost. */
+  onState(state: ConnectionState, reason?: string | null): void;
+  onItem(item: FeedItem): void;
+  /** Connected (first time, or after a reconnect's catch-up): re-read what the page shows. */
+  onResync(): void;
+  /** A server error that does not close the connection (e.g. a permissions violation). */
+  onServerError?(message: string): void;
+  /** The transport (tests pass a stand-in). */
+  connect?: (opts: ConnectionOptions) => Promise<NatsConnection>;
+}
+
+export interface ConsoleBus {
+  /** The NATS user, which is the principal of every subject. */
+  principal: string;
+  call<M extends ClientMethod>(method: M, ...params: ArgsOf<M>): Promise<ResultOf<M>>;
+  close(): Promise<void>;
+}
+
+const decoder = new TextDecoder();
+
+/** Connects; rejects with the server's reason (wrong password, unreachable, refused origin). */
+export async function connectConsole(opts: ConsoleBusOptions): Promise<ConsoleBus> {
+  const principal = opts.user;
+  opts.onState("connecting");
+  let nc: NatsConnection;
+  try {
+    nc = await (opts.connect ?? wsconnect)({
+      servers: opts.wsUrl,
+      name: "pihost-web",
+      user: opts.user,
+      pass: opts.pass,
+      // Replies come back only under the person's own prefix (docs/security.md, "The bus").
+      inboxPrefix: inboxPrefix(principal),
+      maxReconnectAttempts: -1,
+      reconnectTimeWait: 1_000,
+      waitOnFirstConnect: false,
+    });
+  } catch (cause) {
+    opts.onState("disconnected", reasonOf(cause));
+    throw cause;
+  }
+  const rpc = rpcClient({ nc, prefix: opts.prefix, principal });
+  const feed = createSessionFeed();
+  let closing = false;
+
+  const drain = () => {
+    for (let item = feed.take(); item; item = feed.take()) opts.onItem(item);
+  };
+  const onMessage = (err: Error | null, msg: { subject: string; data: Uint8Array }) => {
+    if (err) {
+      opts.onServerError?.(reasonOf(err));
+      return;
+    }
+    const item = parseFeedMessage(opts.prefix, principal, null, msg.subject, decoder.decode(msg.data));
+    if (item?.type === "delta") feed.delta(item);
+    else if (item) feed.live(item);
+    drain();
+  };
+  const subs: Subscription[] = [
+    nc.subscribe(sessionEventsWildcard(opts.prefix, principal, "*"), { callback: onMessage }),
+    nc.subscribe(liveSubject(opts.prefix, principal, "*"), { callback: onMessage }),
+  ];
+  await nc.flush();
+
+  async function catchUp(): Promise<void> {
+    let after = feed.beginCatchUp();
+    try {
+      // Nothing seen yet: nothing to continue from; the re-reads (and a session's history) cover it.
+      if (after === 0) return;
+      for (let page = 0; page < CATCH_UP_MAX_PAGES; page++) {
+        const r = await rpc.call("events.since", { after, limit: CATCH_UP_LIMIT });
+        feed.fetched(
+          r.events
+            .map((body) => storedSessionEvent(null, body as Record<string, unknown>))
+            .filter((e): e is SessionEvent => e !== null),
+        );
+        after = r.next;
+        if (!r.more) break;
+      }
+    } catch (err) {
+      opts.onServerError?.(`catching up failed: ${reasonOf(err)}`);
+    } finally {
+      feed.endCatchUp();
+      drain();
+    }
+  }
+
+  void (async () => {
+    for await (const s of nc.status()) {
+      if (closing) break;
+      switch (s.type) {
+        case "disconnect":
+          opts.onState("reconnecting", "connection lost");
+          break;
+        case "reconnecting":
+          opts.onState("reconnecting", "connection lost; trying again");
+          break;
+        case "reconnect":
+          opts.onState("catching-up");
+          await catchUp();
+          opts.onState("connected");
+          opts.onResync();
+          break;
+        case "error":
+          opts.onServerError?.(reasonOf(s.error));
+          break;
+        default:
+          break;
+      }
+    }
+  })();
+  void nc.closed().then((err) => {
+    opts.onState("disconnected", closing ? "signed out" : err ? reasonOf(err) : "the connection closed");
+  });
+
+  opts.onState("connected");
+  opts.onResync();
+  return {
+    principal,
+    call: rpc.call,
+    async close() {
+      closing = true;
+      for (const sub of subs) sub.unsubscribe();
+      if (!nc.isClosed()) await nc.close();
+    },
+  };
+}
+
+/** A person-readable reason from whatever the transport threw (nats.js connection errors often carry no message). */
+export function reasonOf(err: unknown): string {
+  if (!(err instanceof Error)) return String(err);
+  const cause = err.cause instanceof Error && err.cause.message ? ` (${err.cause.message})` : "";
+  if (err.message && err.message !== err.name) return `${err.message}${cause}`;
+  return `${err.name}${cause}: the server refused the connection or could not be reached; check the URL, and that this page's origin is in the server's websocket allowed_origins`;
+}
