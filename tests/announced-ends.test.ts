@@ -7,7 +7,7 @@
 import path from "node:path";
 import { describe, expect, it } from "vitest";
 import type { SessionEvent } from "../services/protocol/events.ts";
-import type { ProjectView, ProposalView, SessionView } from "../services/protocol/schemas.ts";
+import type { ProjectView, SessionView } from "../services/protocol/schemas.ts";
 import {
   approvalRow,
   approveProposal,

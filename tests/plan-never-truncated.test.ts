@@ -12,7 +12,7 @@ import { describe, expect, it } from "vitest";
 import { callBounded, createPartJoiner } from "../services/agent/bounded-call.ts";
 import type { ContextPage } from "../services/protocol/agent-schemas.ts";
 import { agentClient } from "../services/protocol/rpc-client.ts";
-import type { ProposalView, ToolExecuteResult, TurnAssignment } from "../services/protocol/schemas.ts";
+import type { ToolExecuteResult, TurnAssignment } from "../services/protocol/schemas.ts";
 import { approvalRow, approveProposal, newPlanSession, submitted } from "./support/plans.ts";
 import { useStack } from "./support/stack-fixture.ts";
 import { promptAndClaim } from "./support/worker-double.ts";

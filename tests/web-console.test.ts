@@ -13,7 +13,6 @@ import type { NatsConnection, Subscription } from "@nats-io/transport-node";
 import type { Browser, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { decodeJson } from "../services/protocol/envelope.ts";
-import type { SessionEvent } from "../services/protocol/events.ts";
 import { createRpcClient } from "../services/protocol/rpc-client.ts";
 import type { ProjectView, ProposalView, SessionView } from "../services/protocol/schemas.ts";
 import type { ScriptStep } from "../services/protocol/values.ts";
@@ -219,7 +218,8 @@ describe("the web console in Chromium", () => {
     await page.locator("[data-state]").first().waitFor();
     await recordHighlights(page);
     // Before any request the session may have no live actor: the host says so, the page marks nothing.
-    const initial = (await rpc(aliceNc, "alice").call<SessionView>("session.get", { sessionId: session.id })).machineState;
+    const initial = (await rpc(aliceNc, "alice").call<SessionView>("session.get", { sessionId: session.id }))
+      .machineState;
     await eventually(
       async () => (await highlighted(page)) === (initial === "passivated" ? null : initial) || undefined,
       10_000,

@@ -10,7 +10,7 @@ describe("text Postgres refuses", () => {
     expect(unsafeTextPath({ a: ["ok", { path: "x\u0000y" }] })).toBe("/a/1/path");
     expect(unsafeTextPath({ id: "\ud800" })).toBe("/id");
     expect(unsafeTextPath({ id: "a\udc00" })).toBe("/id");
-    expect(unsafeTextPath({ ["k\u0000"]: 1 })).toBe('/"k\\u0000"');
+    expect(unsafeTextPath({ "k\u0000": 1 })).toBe('/"k\\u0000"');
     expect(unsafeTextPath({ t: "emoji \ud83d\ude00, \u0001\u001f control, \ufffd" })).toBeNull();
   });
 
