@@ -6,9 +6,8 @@ import { createHash } from "node:crypto";
 import { readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { beforeAll, describe, expect, it } from "vitest";
-import { connectBus } from "../services/cli/cli-bus.ts";
 import { createClientApi } from "../services/host/bus/client-api.ts";
-import { runCli } from "../services/cli/cli-program.ts";
+import { pihost as runPihost } from "./support/cli.ts";
 import { decodeJson, encodeJson } from "../services/protocol/envelope.ts";
 import type { ArtifactContent, ProposalView, ToolExecuteResult } from "../services/protocol/schemas.ts";
 import { rpcSubject } from "../services/protocol/subjects.ts";
@@ -32,26 +31,7 @@ function bigPlan(): string {
 }
 
 /** `pihost <args>` in this process, on a real NATS connection, as `principal`. */
-async function pihost(args: string[], principal = "alice") {
-  let stdout = "";
-  let stderr = "";
-  const code = await runCli(args, {
-    env: { NATS_URL: stack.env.natsUrl, PI_PREFIX: stack.env.prefix, PI_PRINCIPAL: principal },
-    cwd: stack.dir,
-    osUserName: principal,
-    stdout: (t) => {
-      stdout += t;
-    },
-    stderr: (t) => {
-      stderr += t;
-    },
-    connect: connectBus,
-    readFile: async () => {
-      throw new Error("no files");
-    },
-  });
-  return { code, stdout, stderr };
-}
+const pihost = (args: string[], principal = "alice") => runPihost(stack, args, principal);
 
 /** One artifacts.read request as raw bytes on the wire: the reply's size and its envelope. */
 async function rawRead(principal: string, params: Record<string, unknown>) {

@@ -2,13 +2,12 @@
 // refuses any origin but the console's; a NATS from the probe without PI_WEB_WS_URL leaves the
 // console off with a line saying why; Vite's dev server serves services/web once it exists.
 import { randomBytes } from "node:crypto";
-import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import http from "node:http";
 import net from "node:net";
 import os from "node:os";
 import path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { createLogger } from "../services/protocol/log.ts";
 import { resolveNats } from "../services/start/infra.ts";
 import type { ResolvedNats } from "../services/start/nats.ts";
 import {
@@ -18,33 +17,22 @@ import {
   webOrigins,
 } from "../services/start/web-console.ts";
 import { reapAll, spawnTs } from "./support/processes.ts";
+import { captureLog, dataDirs } from "./support/start.ts";
 import { useLeakCheck } from "./support/stack-fixture.ts";
 import { createTestDatabase, type TestDatabase } from "./support/test-db.ts";
 import { freePort, NATS_URL, uniquePrefix } from "./support/test-nats.ts";
 
 useLeakCheck("start-console");
-const tempDirs: string[] = [];
 const started: ResolvedNats[] = [];
 const databases: TestDatabase[] = [];
 
-function dataDir(label: string): string {
-  const dir = mkdtempSync(path.join(os.tmpdir(), `pihost-${label}-`));
-  chmodSync(dir, 0o755);
-  tempDirs.push(dir);
-  return dir;
-}
-
-function captureLog() {
-  const events: Array<Record<string, unknown>> = [];
-  const log = createLogger("test", (line) => events.push(JSON.parse(line)));
-  return { log, events, find: (event: string) => events.filter((e) => e.event === event) };
-}
+const { dataDir, removeAll: removeDataDirs } = dataDirs();
 
 afterAll(async () => {
   await reapAll();
   for (const db of databases) await db.drop();
   for (const s of started) await s.stop();
-  for (const dir of tempDirs) rmSync(dir, { recursive: true, force: true });
+  removeDataDirs();
 });
 
 /**

@@ -1,36 +1,22 @@
 // Zero-configuration start: with no DATABASE_URL and nothing on the probed ports, Postgres comes up
 // embedded under the data folder and NATS as a spawned nats-server; both stop with their owner.
-import { chmodSync, existsSync, mkdtempSync, rmSync } from "node:fs";
-import os from "node:os";
+import { existsSync } from "node:fs";
 import path from "node:path";
 import { connect } from "@nats-io/transport-node";
 import pg from "pg";
 import { afterAll, describe, expect, it } from "vitest";
-import { createLogger } from "../services/protocol/log.ts";
 import { resolveNats, resolvePostgres } from "../services/start/infra.ts";
 import { reapAll, spawnTs } from "./support/processes.ts";
+import { captureLog, dataDirs } from "./support/start.ts";
 import { useLeakCheck } from "./support/stack-fixture.ts";
 import { ADMIN_URL } from "./support/test-db.ts";
 import { freePort, NATS_URL, uniquePrefix } from "./support/test-nats.ts";
 
 // The processes these tests start are reaped by the afterAll below, before the leak check runs.
 useLeakCheck("start-embedded");
-const tempDirs: string[] = [];
 const leftoverPids: number[] = [];
 
-/** A fresh data folder the `postgres` system user can enter (embedded Postgres runs as it under root). */
-function dataDir(label: string): string {
-  const dir = mkdtempSync(path.join(os.tmpdir(), `pihost-${label}-`));
-  chmodSync(dir, 0o755);
-  tempDirs.push(dir);
-  return dir;
-}
-
-function captureLog() {
-  const events: Array<Record<string, unknown>> = [];
-  const log = createLogger("test", (line) => events.push(JSON.parse(line)));
-  return { log, events, find: (event: string) => events.filter((e) => e.event === event) };
-}
+const { dataDir, removeAll: removeDataDirs } = dataDirs();
 
 function alive(pid: number): boolean {
   try {
@@ -60,7 +46,7 @@ async function deadProbeUrl(scheme: "postgres" | "nats"): Promise<string> {
 afterAll(async () => {
   await reapAll();
   for (const pid of leftoverPids) if (alive(pid)) process.kill(pid, "SIGKILL");
-  for (const dir of tempDirs) rmSync(dir, { recursive: true, force: true });
+  removeDataDirs();
 });
 
 describe("resolvePostgres", () => {

@@ -5,6 +5,7 @@ import { createReadStream, statSync } from "node:fs";
 import http from "node:http";
 import path from "node:path";
 import { type Browser, chromium } from "playwright-core";
+import { CHROMIUM_FLAGS } from "../../services/host/tools/browser-preview.ts";
 import { freePort } from "./test-nats.ts";
 
 export const CHROMIUM = "/usr/bin/chromium";
@@ -13,15 +14,7 @@ export function launchChromium(): Promise<Browser> {
   return chromium.launch({
     executablePath: CHROMIUM,
     headless: true,
-    args: [
-      "--no-sandbox",
-      "--disable-gpu",
-      "--disable-quic",
-      "--no-first-run",
-      "--disable-background-networking",
-      "--disable-component-update",
-      "--disable-sync",
-    ],
+    args: CHROMIUM_FLAGS,
   });
 }
 

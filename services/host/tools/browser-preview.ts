@@ -31,7 +31,8 @@ const NAV_TIMEOUT_MS = 15_000;
 export const WORKSPACE_ORIGIN = "http://workspace.pi-preview.invalid";
 const LOOPBACK_HOSTS = new Set(["127.0.0.1", "localhost", "[::1]"]);
 const CHROMIUM_CANDIDATES = ["/usr/lib/chromium/chromium", "/usr/bin/chromium"];
-const CHROMIUM_FLAGS = [
+/** Headless Chromium's flags on this kind of machine (its closed network refuses background traffic). */
+export const CHROMIUM_FLAGS = [
   "--no-sandbox",
   "--disable-gpu",
   "--disable-quic",
