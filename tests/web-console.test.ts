@@ -134,21 +134,27 @@ async function signIn(page: Page): Promise<void> {
     .waitFor({ timeout: 20_000 });
 }
 
-/** Records every state the diagram highlights (window.__shown), starting with the current one. */
+/**
+ * Records every state the diagram highlights (window.__shown), starting with the current one: from
+ * the mutation records themselves, so a state highlighted and replaced within one task still counts.
+ */
 async function recordHighlights(page: Page): Promise<void> {
   await page.evaluate(() => {
     const w = window as unknown as { __shown: string[] };
     w.__shown = [];
-    const note = () => {
-      const cur = document.querySelector('[data-state][aria-current="true"]')?.getAttribute("data-state");
-      if (cur && w.__shown.at(-1) !== cur) w.__shown.push(cur);
+    const push = (state: string | null | undefined) => {
+      if (state && w.__shown.at(-1) !== state) w.__shown.push(state);
     };
-    note();
-    new MutationObserver(note).observe(document.body, {
+    push(document.querySelector('[data-state][aria-current="true"]')?.getAttribute("data-state"));
+    new MutationObserver((records) => {
+      for (const r of records)
+        if (r.attributeName === "aria-current" && r.oldValue !== "true")
+          push((r.target as Element).getAttribute("data-state"));
+    }).observe(document.body, {
       subtree: true,
       attributes: true,
       attributeFilter: ["aria-current"],
-      childList: true,
+      attributeOldValue: true,
     });
   });
 }
