@@ -154,7 +154,7 @@ describe("scheduled tasks", () => {
     await alice.call("scheduled.delete", { taskId: task.id });
   });
 
-  it("a restart fails runs that never got a turn, whichever host id claimed them; nothing is replayed", async () => {
+  it("a restart fails runs that never got a turn which it or a host no longer running claimed, never a live host's; nothing is replayed", async () => {
     const alice = stack.rpc("alice");
     const { projectId } = await newProject("recover");
     const task = await alice.call<ScheduledTaskView>("scheduled.create", {
@@ -178,6 +178,13 @@ describe("scheduled tasks", () => {
     await insert("run_own", "claimed", hostId, 3);
     await insert("run_gone", "claimed", "host-that-never-returns", 2);
     await insert("run_done", "completed", "host-that-never-returns", 1);
+    // Another host that is running now (several hosts): its claim in flight is its own.
+    await stack.db.pool.query(
+      `INSERT INTO hosts (id, incarnation, started_at, heartbeat_at, lease_expires_at, state)
+       VALUES ('host-alive', 1, $1, $1, $1, 'running')`,
+      [at],
+    );
+    await insert("run_live", "claimed", "host-alive", 4);
 
     const host = await stack.startHost();
     expect(await host.waitForEvent("scheduler.recovered")).toMatchObject({ failed: 2 });
@@ -188,6 +195,7 @@ describe("scheduled tasks", () => {
     expect(after).toEqual([
       { id: "run_done", status: "completed", error_code: null },
       { id: "run_gone", status: "failed", error_code: "HOST_RESTARTED" },
+      { id: "run_live", status: "claimed", error_code: null },
       { id: "run_own", status: "failed", error_code: "HOST_RESTARTED" },
     ]);
     expect(await projectFootprint(projectId)).toEqual({ sessions: 0, turns: 0, transcript: 0, approvals: 0 });

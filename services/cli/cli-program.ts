@@ -13,6 +13,7 @@ import { addCompletionCommand } from "./commands/completion.ts";
 import { addNatsConfigCommand } from "./commands/nats-config.ts";
 import { addAdminCommands } from "./commands/admin.ts";
 import { addHostCommands } from "./commands/host.ts";
+import { addWorkerCommands } from "./commands/workers.ts";
 import { addPermissionCommands } from "./commands/permissions.ts";
 import { addPlanCommands } from "./commands/plans.ts";
 import { addProjectCommands } from "./commands/project.ts";
@@ -60,6 +61,7 @@ function buildProgram(run: Run): Command {
       else out(run, formatHello(r));
     });
   addHostCommands(program, run);
+  addWorkerCommands(program, run);
   addProjectCommands(program, run);
   addSessionCommands(program, run);
   addPromptCommands(program, run);

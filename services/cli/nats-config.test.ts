@@ -110,15 +110,18 @@ describe("the permissions of each role", () => {
           "tp.agent.cancel.>",
           "tp.plugin.>",
           "$JS.API.>",
+          "tp.host.>",
         ],
       },
-      subscribe: ["_INBOX_h1.>"],
+      subscribe: ["_INBOX_h1.>", "tp.host.>"],
     });
     expect(byName["h1-rpc"]).toEqual({
       name: "h1-rpc",
       role: "host-rpc",
-      publish: { allow: ["_INBOX_alice.>", "_INBOX_bob.>", "_INBOX_root.>", "_INBOX_w.>", "_INBOX_w2.>"] },
-      subscribe: ["tp.rpc.>", ...agent, "$SRV.>"],
+      publish: {
+        allow: ["_INBOX_alice.>", "_INBOX_bob.>", "_INBOX_root.>", "_INBOX_w.>", "_INBOX_w2.>", "tp.host.>"],
+      },
+      subscribe: ["tp.rpc.>", ...agent, "$SRV.>", "tp.host.>"],
     });
   });
 });
@@ -382,6 +385,37 @@ describe("a running nats-server with the generated configuration", () => {
     cancels.sub.unsubscribe();
     evt.sub.unsubscribe();
     await jsm.streams.delete("X");
+  });
+
+  it("only hosts (both users) use the host-to-host subjects: a forwarded request and its answer", async () => {
+    const owner = await as(hostRpcUser("h1"));
+    owner.nc.subscribe(`${P}.host.fwd.h1`, {
+      callback: (_e, m) => {
+        m.respond(`owner got ${m.string()}`);
+      },
+    });
+    await owner.nc.flush();
+    for (const name of ["h1", hostRpcUser("h1")]) {
+      const forwarder = await as(name);
+      const answer = await forwarder.nc.request(`${P}.host.fwd.h1`, name, {
+        timeout: 2000,
+        noMux: true,
+        reply: `${P}.host.reply.h1.${name}`,
+      });
+      expect(answer.string()).toBe(`owner got ${name}`);
+      expect(await subscribeOutcome(forwarder, `${P}.host.>`)).toBe("allowed");
+    }
+    const seen = collect(owner.nc, `${P}.host.>`);
+    await owner.nc.flush();
+    for (const name of ["alice", "root", "w", "plug"]) {
+      const u = await as(name);
+      for (const s of [`${P}.host.fwd.h1`, `${P}.host.reply.h1.x`])
+        expect([name, s, await publishOutcome(u, s)]).toEqual([name, s, "refused"]);
+      expect([name, await subscribeOutcome(u, `${P}.host.>`)]).toEqual([name, "refused"]);
+    }
+    await owner.nc.flush();
+    expect(seen.got).toEqual([]);
+    seen.sub.unsubscribe();
   });
 
   it("refuses a wrong password and a user that is not in the team", async () => {

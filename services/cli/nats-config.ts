@@ -8,6 +8,7 @@ import type { AgentMethod } from "../protocol/methods.ts";
 import {
   agentSubject,
   eventWildcard,
+  hostWildcard,
   inboxPrefix,
   rpcSubject,
   rpcWildcard,
@@ -370,16 +371,18 @@ export function natsUsers(team: Team): NatsUser[] {
           `${P}.agent.cancel.>`,
           `${P}.plugin.>`,
           "$JS.API.>",
+          // Host to host (forwarded requests, docs/protocol.md "Several hosts"): hosts only.
+          hostWildcard(P),
         ],
       },
-      subscribe: [`${inboxPrefix(host)}.>`],
+      subscribe: [`${inboxPrefix(host)}.>`, hostWildcard(P)],
     });
     users.push({
       name: hostRpcUser(host),
       role: "host-rpc",
-      // Replies only, to people and workers; with nothing to reply to, a publish list that matches nothing.
-      publish: inboxes.length ? { allow: inboxes } : { deny: [">"] },
-      subscribe: [rpcWildcard(P), ...WORKER_REQUESTS.map(agent), "$SRV.>"],
+      // Replies to people and workers, and requests forwarded between hosts (and their answers).
+      publish: { allow: [...inboxes, hostWildcard(P)] },
+      subscribe: [rpcWildcard(P), ...WORKER_REQUESTS.map(agent), "$SRV.>", hostWildcard(P)],
     });
   }
   for (const w of team.workers) {
@@ -426,8 +429,8 @@ const qList = (xs: string[]) => `[${xs.map(q).join(", ")}]`;
 const listenValue = (l: string) => (/^\d+$/.test(l) ? l : q(l));
 
 const ROLE_NOTE: Record<NatsRole, string> = {
-  host: "host: publishes events, offers, cancels, plugin calls, JetStream API calls",
-  "host-rpc": "host rpc: serves requests, replies to people and workers only",
+  host: "host: publishes events, offers, cancels, plugin calls, JetStream API calls, host-to-host forwarding",
+  "host-rpc": "host rpc: serves requests, replies to people and workers, forwards to and answers other hosts",
   worker: "worker",
   plugin: "plugin",
   person: "person",

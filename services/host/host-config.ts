@@ -4,7 +4,7 @@ import { readFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { DEFAULT_NATS_URL, positiveIntEnv, readBusEnv } from "../protocol/process-env.ts";
-import { eventStreamName } from "../protocol/subjects.ts";
+import { eventStreamName, SUBJECT_TOKEN } from "../protocol/subjects.ts";
 import {
   openAccess,
   ownFolderAccess,
@@ -127,12 +127,7 @@ export function readHostConfig(env: NodeJS.ProcessEnv = process.env): HostConfig
     workspaceAccess: readWorkspaceAccess(env, roots, devMode),
     testHooks: env.PI_TEST_HOOKS === "1",
     testBreakGuard: env.PI_TEST_HOOKS === "1" ? env.PI_TEST_BREAK_GUARD || undefined : undefined,
-    hostId:
-      env.PI_HOST_ID ||
-      `host-${os
-        .hostname()
-        .replace(/[^A-Za-z0-9_-]/g, "_")
-        .slice(0, 40)}`,
+    hostId: hostIdOf(env),
     leaseMs: positiveIntEnv(env, "PI_TURN_LEASE_MS", 15_000),
     heartbeatMs: positiveIntEnv(env, "PI_TURN_HEARTBEAT_MS", 3_000),
     offerIntervalMs: positiveIntEnv(env, "PI_OFFER_INTERVAL_MS", 500),
@@ -158,4 +153,20 @@ export function readHostConfig(env: NodeJS.ProcessEnv = process.env): HostConfig
     tools: toolRunnerConfigFromEnv(env),
     sandboxGrantAcl: flagEnv(env, "PI_SANDBOX_GRANT_ACL"),
   };
+}
+
+/** PI_HOST_ID (one subject token: it names the host's forward subject), else from the host name. */
+function hostIdOf(env: NodeJS.ProcessEnv): string {
+  const given = env.PI_HOST_ID;
+  if (given) {
+    if (!SUBJECT_TOKEN.test(given))
+      throw new Error(
+        `PI_HOST_ID must be one subject token ([A-Za-z0-9_-], 1-64), got ${JSON.stringify(given)}`,
+      );
+    return given;
+  }
+  return `host-${os
+    .hostname()
+    .replace(/[^A-Za-z0-9_-]/g, "_")
+    .slice(0, 40)}`;
 }

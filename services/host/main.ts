@@ -20,8 +20,11 @@ import { createClock } from "./clock.ts";
 import { checkDatabase, createDb } from "./store/db.ts";
 import { createEventPublisher, ensureEventStream } from "./sessions/event-publisher.ts";
 import { readHostConfig } from "./host-config.ts";
-import { startHostBus } from "./bus/host-bus.ts";
+import { createDrainGate, startHostBus } from "./bus/host-bus.ts";
 import { migrateUp } from "./store/migrate.ts";
+import { createForwarding, forwardTimeoutMs } from "./bus/forward.ts";
+import { sessionOfRequest } from "./store/request-session.ts";
+import { leaseOf } from "./store/session-leases.ts";
 import { reportOrphanArtifacts } from "./store/orphan-artifacts.ts";
 import { createPermissionGate } from "./sessions/permission-gate.ts";
 import { createPermissionsApi } from "./bus/permissions-api.ts";
@@ -38,7 +41,9 @@ import { createProjectInstructions } from "./sessions/project-instructions.ts";
 import { createSessionSupervisor } from "./sessions/session-supervisor.ts";
 import { createSessionStore } from "./store/session-store.ts";
 import { createSettingsStore } from "./store/settings-store.ts";
-import { runStartupFence, runStopFence } from "./store/startup-fence.ts";
+import { awaitHostIdFree, runStartupFence, runStopFence } from "./store/startup-fence.ts";
+import { hostLivenessConfig, startHostLiveness } from "./store/host-liveness.ts";
+import { takeOverHost } from "./store/takeover.ts";
 import { announceEndedWork } from "./sessions/fence-announce.ts";
 import { testFaults, wireTestHooks } from "./bus/test-hooks.ts";
 import { createNotices } from "./sessions/notices.ts";
@@ -50,6 +55,8 @@ import { createToolAdmission } from "./tools/tool-admission.ts";
 import { createTurnDispatcher } from "./sessions/turn-dispatcher.ts";
 
 const log = createLogger("host");
+/** How long a drain waits for the requests in flight at SIGTERM before it ends them (HOST_SHUTTING_DOWN). */
+const DRAIN_GRACE_MS = 3_000;
 
 async function main(): Promise<void> {
   const config = readHostConfig();
@@ -112,6 +119,29 @@ async function main(): Promise<void> {
   // The fence runs on a pool of its own; every later write goes through the writer pool below,
   // which carries this incarnation (docs/architecture.md: a superseded incarnation cannot commit).
   const fenceDb = createDb(config.databaseUrl, { max: 2 });
+  // Several hosts (issue #16): a `running` row of this id whose heartbeat moves within one lease is
+  // another live process: this one exits (HOST_ID_IN_USE) before it changes anything.
+  const liveness = hostLivenessConfig(process.env);
+  try {
+    await awaitHostIdFree({
+      db: fenceDb,
+      clock,
+      hostId: config.hostId,
+      leaseMs: liveness.leaseMs,
+      pollMs: liveness.heartbeatMs,
+      log,
+    });
+  } catch (err) {
+    if ((err as { code?: unknown }).code !== "HOST_ID_IN_USE") throw err;
+    log.error("host.id_in_use", {
+      hostId: config.hostId,
+      code: "HOST_ID_IN_USE",
+      message: (err as Error).message,
+    });
+    await fenceDb.end().catch(() => {});
+    await Promise.all([nc.close().catch(() => {}), rpcNc.close().catch(() => {})]);
+    process.exit(2);
+  }
 
   // The fence runs before the first subscription: nothing is answered for fenced work.
   const fence = await runStartupFence({
@@ -131,6 +161,8 @@ async function main(): Promise<void> {
       hostId: config.hostId,
       incarnation: fence.incarnation,
       onFenced: (m) => writerNotices.emit("fenced", m),
+      // Half a lease: a paused host's open transaction ends before another host's takeover needs it.
+      idleInTransactionMs: Math.max(500, Math.floor(liveness.leaseMs / 2)),
     },
   });
   await ensureEventStream(nc, config.prefix, config.streamName, config.streamMaxBytes);
@@ -168,6 +200,37 @@ async function main(): Promise<void> {
   // Tell the owners and approvers of fenced work, on the bus, before serving anything: every
   // aborted turn (HOST_RESTARTED), interrupted approval or execution, denied permission prompt.
   await announceEndedWork({ db, sessions, plans, events, log }, fence);
+  // The heartbeat, and every tick the other hosts' liveness: a dead one's sessions are taken over
+  // (one transaction) and what that ended is announced; actors are created on demand afterwards.
+  const hostLiveness = startHostLiveness({
+    db,
+    clock,
+    hostId: config.hostId,
+    incarnation: fence.incarnation,
+    leaseMs: liveness.leaseMs,
+    heartbeatMs: liveness.heartbeatMs,
+    log,
+    onDead: async (dead) => {
+      const taken = await takeOverHost({
+        db,
+        clock,
+        hostId: config.hostId,
+        incarnation: fence.incarnation,
+        deadHostId: dead.id,
+        observedHeartbeat: dead.heartbeat,
+        lockTimeoutMs: liveness.leaseMs,
+        log,
+      });
+      if (taken) await announceEndedWork({ db, sessions, plans, events, log }, taken);
+    },
+    // Its next write is refused anyway (HOST_FENCED, then the exit); one that never comes must not
+    // leave a host serving that another host took over: it stops after one lease.
+    onSuperseded: () =>
+      setTimeout(
+        () => writerNotices.emit("fenced", "the host row no longer names this incarnation as running"),
+        liveness.leaseMs,
+      ).unref(),
+  });
   // Permission prompts; an abort or lease loss of a turn ends its prompts' wait.
   const permissions = createPermissionGate({
     db,
@@ -230,7 +293,7 @@ async function main(): Promise<void> {
       ? {}
       : { message: "no PI_DEFAULT_MODEL: a session must name its model ({provider, model})" }),
   });
-  const workers = createWorkerRegistry({ clock });
+  const workers = createWorkerRegistry({ clock, isLeased: dispatcher.isLeased });
   const hooks = wireTestHooks(
     config,
     {
@@ -308,12 +371,26 @@ async function main(): Promise<void> {
   });
 
   let stopping = false;
+  const drain = createDrainGate();
   const service = await startHostBus({
     nc: rpcNc,
     prefix: config.prefix,
     hostId: config.hostId,
     version: pkg.version,
     log,
+    drain,
+    // Several hosts: a request for a session another host owns is forwarded to it once (forward.ts).
+    forwarding: createForwarding({
+      nc: rpcNc,
+      prefix: config.prefix,
+      hostId: config.hostId,
+      timeoutMs: forwardTimeoutMs(process.env),
+      log,
+      ownerOf: async (ref) => {
+        const sessionId = await sessionOfRequest(db, ref.field, ref.id);
+        return sessionId === null ? null : leaseOf(db, sessionId);
+      },
+    }),
     // A reply waits until the events its request raised are stored and published.
     client: afterEvents(events, hooks.client),
     agent: afterEvents(
@@ -345,7 +422,15 @@ async function main(): Promise<void> {
       dispatcher.reoffer();
     },
     devMode: config.devMode,
-    workerOf: workerOfRequest(dispatcher),
+    workerOf: (() => {
+      // A worker's proven requests also keep it listed, with the turns it holds (workers.list).
+      const of = workerOfRequest(dispatcher);
+      return (method: string, body: unknown) => {
+        const workerId = of(method, body);
+        if (workerId) workers.worked(workerId, (body as { turnId?: unknown } | null)?.turnId);
+        return workerId;
+      };
+    })(),
     // A request whose reply subject is not its caller's inbox is not served; it is logged and audited.
     onReplyRefused: createRefusalRecorder({
       clock,
@@ -389,18 +474,31 @@ async function main(): Promise<void> {
   const shutdown = async (signal: string) => {
     if (stopping) return;
     stopping = true;
-    log.info("host.stopping", { signal });
+    // The drain: from here every new request is refused with a retriable HOST_SHUTTING_DOWN (the
+    // service stays subscribed, so none goes unanswered); those in flight finish and are replied to.
+    drain.start();
+    log.info("host.stopping", { signal, inFlight: drain.inFlight() });
+    // A stopping host takes nobody over; its heartbeat may stop too (the stop fence marks it stopped,
+    // and without that commit the others take its sessions after one lease).
+    hostLiveness.stop();
     scheduler.stop();
-    // No request is served from here on; the workers of leased turns are told to stop them.
-    await service.stop().catch(() => {});
+    const drained = await drain.idle(DRAIN_GRACE_MS);
+    // The workers of leased turns are told to stop them; actors stop.
     dispatcher.revokeAll();
     dispatcher.stop();
     supervisor.stopAll();
     // What runs ends now, announced: turns HOST_STOPPING, executions and approvals interrupted,
-    // prompts denied; nothing is replayed at the next start.
+    // prompts denied; nothing is replayed at the next start. The same commit marks the host row
+    // `stopped`, so another host takes its sessions over at once.
     await runStopFence({ db, clock, hostId: config.hostId, incarnation: fence.incarnation, log })
       .then((ended) => announceEndedWork({ db, sessions, plans, events, log }, ended))
       .catch((err) => log.warn("host.stop_fence_failed", errorFields(err)));
+    // A request still waiting (on an actor that stopped) is answered HOST_SHUTTING_DOWN, then the
+    // service unsubscribes: later requests go to another host of the queue group (or get no responders).
+    if (!(await drain.idle(500))) drain.cut();
+    await drain.idle(500);
+    log.info("host.drained", { drainedInGrace: drained, inFlight: drain.inFlight() });
+    await service.stop().catch(() => {});
     await runner.close().catch(() => {});
     await events.flush().catch(() => {});
     await rpcNc.drain().catch(() => {});
@@ -413,6 +511,7 @@ async function main(): Promise<void> {
     if (stopping) return;
     stopping = true;
     log.error("host.fenced", { hostId: config.hostId, incarnation: fence.incarnation, message });
+    hostLiveness.stop();
     scheduler.stop();
     dispatcher.stop();
     void service.stop().catch(() => {});

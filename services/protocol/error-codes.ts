@@ -69,12 +69,16 @@ export const ErrorCode = {
   PLAN_CONFIGURATION_BLOCKED: "PLAN_CONFIGURATION_BLOCKED",
   HOST_RESTARTED: "HOST_RESTARTED",
   HOST_FENCED: "HOST_FENCED",
+  SESSION_LEASE_LOST: "SESSION_LEASE_LOST",
+  HOST_ID_IN_USE: "HOST_ID_IN_USE",
   PERMISSION_INTERRUPTED: "PERMISSION_INTERRUPTED",
   PLAN_REQUIRES_INTERACTIVE_SESSION: "PLAN_REQUIRES_INTERACTIVE_SESSION",
   SCHEDULED_TASK_NOT_FOUND: "SCHEDULED_TASK_NOT_FOUND",
   REPLY_TOO_LARGE: "REPLY_TOO_LARGE",
   DATABASE_UNAVAILABLE: "DATABASE_UNAVAILABLE",
   HOST_STOPPING: "HOST_STOPPING",
+  HOST_SHUTTING_DOWN: "HOST_SHUTTING_DOWN",
+  HOST_UNAVAILABLE: "HOST_UNAVAILABLE",
   WORKER_STOPPED: "WORKER_STOPPED",
   TOOL_OUTCOME_UNKNOWN: "TOOL_OUTCOME_UNKNOWN",
   PROVIDER_UNAUTHORIZED: "PROVIDER_UNAUTHORIZED",
@@ -259,6 +263,16 @@ export const errorCodeInfo: Record<ErrorCode, ErrorCodeInfo> = {
     retriable: true,
     message: "This host was superseded by a newer incarnation and committed nothing; it stops serving.",
   },
+  SESSION_LEASE_LOST: {
+    retriable: true,
+    message:
+      "Another host owns this session now (it took the session over); nothing was written. Retry: the owner serves it.",
+  },
+  HOST_ID_IN_USE: {
+    retriable: false,
+    message:
+      "A host with this PI_HOST_ID is running (its heartbeat advances): this process did not start. Give each host its own PI_HOST_ID.",
+  },
   PERMISSION_INTERRUPTED: {
     retriable: false,
     message: "The permission prompt was denied because its turn was aborted or the host restarted (fence).",
@@ -278,6 +292,16 @@ export const errorCodeInfo: Record<ErrorCode, ErrorCodeInfo> = {
     retriable: true,
     message:
       "The host lost its database connection during the request; nothing was committed unless the reply says otherwise. Retry.",
+  },
+  HOST_SHUTTING_DOWN: {
+    retriable: true,
+    message:
+      "The host is draining after SIGTERM/SIGINT: it takes no new request (those it was already handling finish); retry, another host (or this one restarted) serves it.",
+  },
+  HOST_UNAVAILABLE: {
+    retriable: true,
+    message:
+      "The host that owns the session did not answer the forwarded request in time, or is dead or stopped (a takeover is coming); whether it served the request is unknown: retry (with the same idempotency key).",
   },
   HOST_STOPPING: {
     retriable: false,

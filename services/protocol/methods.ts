@@ -71,6 +71,7 @@ import {
   SessionPromptParams,
   SessionRef,
   SessionView,
+  WorkerList,
 } from "./schemas.ts";
 
 /**
@@ -116,6 +117,7 @@ export const METHODS = {
   },
   "host.status": { ...person("client", "any", null), params: EmptyParams, result: HostStatus },
   "models.list": { ...person("client", "any", null), params: EmptyParams, result: ModelList },
+  "workers.list": { ...person("client", "any", null), params: EmptyParams, result: WorkerList },
   "projects.create": {
     ...person("projects", "any", null, [
       "WORKSPACE_NOT_ALLOWED",

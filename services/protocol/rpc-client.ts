@@ -22,6 +22,12 @@ async function request<T>(nc: NatsConnection, subject: string, params: unknown, 
   try {
     msg = await nc.request(subject, encodeJson(params), { timeout });
   } catch (cause) {
+    // No host subscribed at all (every host stopped or not started): retriable, and said as such.
+    if ((cause as { isNoResponders?: () => boolean }).isNoResponders?.() === true)
+      throw new AppError("HOST_UNAVAILABLE", `no host answers on ${subject}`, {
+        cause,
+        details: { transport: true, noResponders: true },
+      });
     throw new AppError("INTERNAL", `no reply on ${subject}: ${(cause as Error).message}`, {
       cause,
       details: { transport: true },

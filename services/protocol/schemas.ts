@@ -273,6 +273,20 @@ export const ModelList = Type.Object({
 });
 export type ModelList = Static<typeof ModelList>;
 
+/** The workers this host heard from lately (docs/protocol.md "Workers"): what each serves, when it
+ * was last heard (its hello or a request), and how many turns it holds a lease on here now. */
+export const WorkerList = Type.Object({
+  workers: Type.Array(
+    Type.Object({
+      workerId: Type.String(),
+      serves: Type.Array(Type.Object({ provider: Type.String(), model: Type.String() })),
+      lastSeenAt: Timestamp,
+      turns: Type.Integer(),
+    }),
+  ),
+});
+export type WorkerList = Static<typeof WorkerList>;
+
 export const HostStatus = Type.Object({
   hostId: Type.String(),
   sessions: Type.Object({

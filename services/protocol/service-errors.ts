@@ -38,6 +38,9 @@ const BY_STATUS: Record<Exclude<ServiceErrorStatus, 400>, readonly ErrorCode[]> 
   // Retriable refusals: the same request may succeed later.
   503: [
     "AGENT_BUSY",
+    "HOST_SHUTTING_DOWN",
+    "HOST_UNAVAILABLE",
+    "SESSION_LEASE_LOST",
     "HOST_OVERLOADED",
     "HOST_FENCED",
     "PLAN_APPROVAL_CONFLICT",

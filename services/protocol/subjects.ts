@@ -94,6 +94,24 @@ export function testSubject(prefix: string, name: string): string {
   return `${prefix}.test.${name}`;
 }
 
+/**
+ * A request forwarded to the host that owns its session, `<prefix>.host.fwd.<hostId>` (docs/protocol.md
+ * "Several hosts"); only host users may publish or subscribe under `<prefix>.host.>`.
+ */
+export function hostForwardSubject(prefix: string, hostId: string): string {
+  return `${prefix}.host.fwd.${hostId}`;
+}
+
+/** Where the owner answers one forwarded request: `<prefix>.host.reply.<forwarderHostId>.<id>`. */
+export function hostForwardReplySubject(prefix: string, hostId: string, id: string): string {
+  return `${prefix}.host.reply.${hostId}.${id}`;
+}
+
+/** Every host-to-host subject (what host users, and only they, may publish and subscribe). */
+export function hostWildcard(prefix: string): string {
+  return `${prefix}.host.>`;
+}
+
 /** Principals and ids become subject tokens: only these characters are accepted (tokens.ts). */
 export { SUBJECT_TOKEN } from "./tokens.ts";
 

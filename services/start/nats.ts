@@ -120,9 +120,20 @@ async function spawnNats(
 ): Promise<ResolvedNats> {
   const storeDir = path.join(dataDir, "nats");
   await fs.mkdir(storeDir, { recursive: true });
-  const port = await freeLoopbackPort();
+  // None of its ports may be one the console's origins name (chosen first, bound only later).
+  const taken = new Set(webOrigins.map((o) => Number(new URL(o).port)).filter((p) => p > 0));
+  const freeUntaken = async (): Promise<number> => {
+    for (;;) {
+      const p = await freeLoopbackPort();
+      if (!taken.has(p)) {
+        taken.add(p);
+        return p;
+      }
+    }
+  };
+  const port = await freeUntaken();
   const url = `nats://127.0.0.1:${port}`;
-  const wsPort = webOrigins.length > 0 ? await freeLoopbackPort() : undefined;
+  const wsPort = webOrigins.length > 0 ? await freeUntaken() : undefined;
   const wsUrl = wsPort === undefined ? undefined : `ws://127.0.0.1:${wsPort}`;
   const configFile = path.join(dataDir, "nats.conf");
   const ws = wsPort === undefined ? undefined : { port: wsPort, allowedOrigins: webOrigins };

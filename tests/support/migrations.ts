@@ -16,6 +16,7 @@ export const WRITE_FENCE = "1700000000009_write-fence";
 export const PROJECT_MEMBERS = "1700000000010_project-members";
 export const SESSION_EVENTS = "1700000000011_session-events";
 export const TOOL_CALL_STARTS = "1700000000012_tool-call-starts";
+export const HOST_OWNERSHIP = "1700000000013_host-ownership";
 export const ALL = [
   LEGACY,
   PLAN_MODE,
@@ -29,6 +30,7 @@ export const ALL = [
   PROJECT_MEMBERS,
   SESSION_EVENTS,
   TOOL_CALL_STARTS,
+  HOST_OWNERSHIP,
 ];
 /** Every migration after the legacy layout, in order. */
 export const AFTER_LEGACY = ALL.slice(1);

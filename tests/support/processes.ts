@@ -161,6 +161,9 @@ export function hostEnv(s: StackEnv): Record<string, string> {
     // Test workspaces are made by root (this process): let the host grant the sandbox user access
     // through ACLs at projects.create, as `npm start` does (tests of the refusal turn it off).
     PI_SANDBOX_GRANT_ACL: "1",
+    // Several hosts (issue #16): a restart after SIGKILL waits one host lease; keep it short.
+    PI_HOST_LEASE_MS: "1500",
+    PI_HOST_HEARTBEAT_MS: "300",
     ...s.extra,
   };
 }

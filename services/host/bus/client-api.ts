@@ -70,8 +70,8 @@ export function createClientApi(deps: {
   natsReachable?: () => boolean;
   /** Which model a session runs (sessions/model-choice.ts); none: any, the scripted demo by default. */
   models?: ModelChoice;
-  /** The workers heard from lately and what they serve (models.list, session.create). */
-  workers?: Pick<WorkerRegistry, "models" | "serves">;
+  /** The workers heard from lately and what they serve (models.list, workers.list, session.create). */
+  workers?: Pick<WorkerRegistry, "models" | "serves" | "list">;
   /**
    * The most file bytes one artifacts.read page carries: three quarters of half the server's
    * max_payload, so the base64 reply stays within it (docs/protocol.md "Message bounds").
@@ -158,6 +158,16 @@ export function createClientApi(deps: {
         (m) => !deps.models || deps.models.allows(m.provider),
       );
       return { models: listed, default: deps.models?.defaultModel ?? null };
+    },
+
+    "workers.list": async (_principal, params) => {
+      decodeParams(EmptyParams, params);
+      // What each live worker serves, of the providers this deployment allows (as models.list).
+      const workers = (deps.workers?.list() ?? []).map((w) => ({
+        ...w,
+        serves: w.serves.filter((m) => !deps.models || deps.models.allows(m.provider)),
+      }));
+      return { workers };
     },
 
     "session.create": async (principal, params) => {

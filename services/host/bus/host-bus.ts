@@ -18,6 +18,7 @@ import {
 } from "../../protocol/subjects.ts";
 import type { AgentHandler } from "./agent-api.ts";
 import type { ClientHandler } from "./client-api.ts";
+import { type ForwardedRequest, type Forwarding, sessionRefOf } from "./forward.ts";
 import { createReplier } from "./reply.ts";
 import { type RefusedReply, replyRefusal } from "./reply-rules.ts";
 
@@ -29,6 +30,72 @@ import { type RefusedReply, replyRefusal } from "./reply-rules.ts";
 function decodeBody(spec: MethodSpec, body: unknown): unknown {
   return spec.gate === "token" ? body : decodeParams(spec.params, body);
 }
+
+/**
+ * The drain on SIGTERM/SIGINT (main.ts): from `start()` on every new request is refused with a
+ * retriable HOST_SHUTTING_DOWN, while those already being handled finish and are replied to;
+ * `idle` says when none is left, and `cut` answers those still waiting (on an actor that stopped)
+ * HOST_SHUTTING_DOWN too, so no request is left without a reply. Test hooks are not drained.
+ */
+export function createDrainGate() {
+  let draining = false;
+  let inFlight = 0;
+  const waiters = new Set<() => void>();
+  const cutters = new Set<(err: AppError) => void>();
+  const settle = () => {
+    // A tick later, so the reply of the request that just finished is sent first (reply.ts).
+    if (inFlight > 0) return;
+    setImmediate(() => {
+      if (inFlight === 0) for (const w of [...waiters]) w();
+    });
+  };
+  return {
+    get draining(): boolean {
+      return draining;
+    },
+    start(): void {
+      draining = true;
+    },
+    /** Counts one request's work in flight until it settles. */
+    track<T>(work: () => Promise<T>): Promise<T> {
+      inFlight += 1;
+      let cutter: (err: AppError) => void = () => {};
+      const cut = new Promise<never>((_, reject) => {
+        cutter = reject;
+      });
+      cutters.add(cutter);
+      return Promise.race([work(), cut]).finally(() => {
+        cutters.delete(cutter);
+        inFlight -= 1;
+        settle();
+      });
+    },
+    /** Ends every request still in flight with HOST_SHUTTING_DOWN (the host is about to exit). */
+    cut(): void {
+      const err = new AppError(
+        "HOST_SHUTTING_DOWN",
+        "the host stopped before this request finished; what it did is what the session's rows and events show",
+      );
+      for (const c of [...cutters]) c(err);
+    },
+    inFlight: () => inFlight,
+    /** Resolves true once no request is in flight, false when timeoutMs passes first. */
+    idle(timeoutMs: number): Promise<boolean> {
+      if (inFlight === 0) return Promise.resolve(true);
+      return new Promise((resolve) => {
+        const done = (ok: boolean) => {
+          clearTimeout(timer);
+          waiters.delete(onIdle);
+          resolve(ok);
+        };
+        const onIdle = () => done(true);
+        const timer = setTimeout(() => done(false), timeoutMs);
+        waiters.add(onIdle);
+      });
+    },
+  };
+}
+export type DrainGate = ReturnType<typeof createDrainGate>;
 
 export async function startHostBus(deps: {
   nc: NatsConnection;
@@ -47,6 +114,10 @@ export async function startHostBus(deps: {
   workerOf: (method: string, body: unknown) => string | null;
   /** A request not served because of its reply subject (logged and audited by the caller). */
   onReplyRefused: (refused: RefusedReply) => void;
+  /** The drain on SIGTERM: new requests refused HOST_SHUTTING_DOWN, those in flight counted. */
+  drain?: DrainGate;
+  /** Several hosts (forward.ts): a request whose session another host owns is forwarded to it once. */
+  forwarding?: Forwarding;
 }): Promise<Service> {
   const { nc, prefix, log } = deps;
   const replier = createReplier(log);
@@ -63,39 +134,85 @@ export async function startHostBus(deps: {
    * `onError` names the log event of a subscription error (none: ignored); `callerOf` says who the
    * message proves to be from, so that only that caller's inbox is answered. The body is parsed
    * once, here, for both (a body that is not JSON proves no caller and is refused by `serve`).
+   * `specOf` names the method, whose session field routes the request to its owner (forward.ts); a
+   * request forwarded here (`via`) went through all of this on the forwarder and goes through it
+   * again, but is never forwarded on.
    */
+  const routes: Array<{
+    matches: (subject: string) => boolean;
+    handle: (msg: ServiceMsg, via: ForwardedRequest) => void;
+  }> = [];
   const endpoint = (
     name: string,
     subject: string,
     onError: string | null,
     callerOf: (msg: ServiceMsg, body: unknown) => string | null,
     serve: (msg: ServiceMsg, body: unknown) => Promise<unknown>,
-  ) =>
-    service.addEndpoint(name, {
+    specOf: ((subject: string) => MethodSpec | undefined) | null = null,
+  ) => {
+    const handle = (msg: ServiceMsg, via: ForwardedRequest | null) => {
+      let body: unknown;
+      let bodyError: unknown = null;
+      try {
+        body = decodeJson(msg.data);
+      } catch (e) {
+        bodyError = e;
+      }
+      const caller = callerOf(msg, body);
+      const reason = replyRefusal(msg.reply, caller, deps.devMode);
+      if (reason) {
+        deps.onReplyRefused({ subject: msg.subject, reply: msg.reply, caller, reason });
+        via?.notServed(reason);
+        return;
+      }
+      const serveHere = () => {
+        const run = () => (bodyError !== null ? Promise.reject(bodyError) : serve(msg, body));
+        // Draining: a new request is refused (retriable), one already running finishes (drain gate).
+        const drain = subject === testSubject(prefix, ">") ? undefined : deps.drain;
+        if (drain?.draining) {
+          replier.reply(msg, subject, () =>
+            Promise.reject(new AppError("HOST_SHUTTING_DOWN", "the host is shutting down; retry")),
+          );
+          return;
+        }
+        replier.reply(msg, subject, drain ? () => drain.track(run) : run);
+      };
+      // Several hosts: a session another host owns is served there (forwarded once, never on).
+      const fwd = deps.forwarding;
+      const ref =
+        fwd && !via && bodyError === null && specOf ? sessionRefOf(specOf(msg.subject), body) : null;
+      if (!fwd || !ref || deps.drain?.draining) {
+        serveHere();
+        return;
+      }
+      const track = <T>(work: () => Promise<T>) => (deps.drain ? deps.drain.track(work) : work());
+      const refuse = (e: unknown) => replier.reply(msg, subject, () => Promise.reject(e));
+      void track(() => fwd.placement(ref)).then((owner) => {
+        if (owner === null) {
+          serveHere();
+          return;
+        }
+        // Answered once: the owner's reply, or (timeout, drain cut) the refusal, never both.
+        let open = true;
+        track(() => fwd.forward(msg, owner, caller, () => open)).catch((e) => {
+          if (!open) return;
+          open = false;
+          refuse(e);
+        });
+      }, refuse);
+    };
+    if (specOf) routes.push({ matches: (s) => specOf(s) !== undefined, handle });
+    return service.addEndpoint(name, {
       subject,
       handler: (err, msg) => {
         if (err) {
           if (onError) log.error(onError, errorFields(err));
           return;
         }
-        let body: unknown;
-        let bodyError: unknown = null;
-        try {
-          body = decodeJson(msg.data);
-        } catch (e) {
-          bodyError = e;
-        }
-        const caller = callerOf(msg, body);
-        const reason = replyRefusal(msg.reply, caller, deps.devMode);
-        if (reason) {
-          deps.onReplyRefused({ subject: msg.subject, reply: msg.reply, caller, reason });
-          return;
-        }
-        replier.reply(msg, subject, () =>
-          bodyError !== null ? Promise.reject(bodyError) : serve(msg, body),
-        );
+        handle(msg, null);
       },
     });
+  };
 
   /** The principal of a well-formed rpc subject (NATS permissions tie it to the user), else null. */
   const principalOf = (msg: ServiceMsg): string | null => {
@@ -103,17 +220,28 @@ export async function startHostBus(deps: {
     return parsed && SUBJECT_TOKEN.test(parsed.principal) ? parsed.principal : null;
   };
 
-  endpoint("rpc", rpcWildcard(prefix), "host.rpc_subscription", principalOf, async (msg, body) => {
-    const parsed = parseRpcSubject(prefix, msg.subject);
-    if (!parsed || !SUBJECT_TOKEN.test(parsed.principal))
-      throw new AppError("INVALID_PARAMS", "malformed subject");
-    const spec = methodSpec(parsed.method);
-    const handler = Object.hasOwn(deps.client, parsed.method) ? deps.client[parsed.method] : undefined;
-    // Only client methods are served here: a worker method on an rpc subject is unknown.
-    if (spec?.caller !== "person" || !handler)
-      throw new AppError("UNKNOWN_METHOD", `no method ${parsed.method}`);
-    return handler(parsed.principal, decodeBody(spec, body));
-  });
+  endpoint(
+    "rpc",
+    rpcWildcard(prefix),
+    "host.rpc_subscription",
+    principalOf,
+    async (msg, body) => {
+      const parsed = parseRpcSubject(prefix, msg.subject);
+      if (!parsed || !SUBJECT_TOKEN.test(parsed.principal))
+        throw new AppError("INVALID_PARAMS", "malformed subject");
+      const spec = methodSpec(parsed.method);
+      const handler = Object.hasOwn(deps.client, parsed.method) ? deps.client[parsed.method] : undefined;
+      // Only client methods are served here: a worker method on an rpc subject is unknown.
+      if (spec?.caller !== "person" || !handler)
+        throw new AppError("UNKNOWN_METHOD", `no method ${parsed.method}`);
+      return handler(parsed.principal, decodeBody(spec, body));
+    },
+    (subject) => {
+      const method = parseRpcSubject(prefix, subject)?.method;
+      const spec = method === undefined ? undefined : methodSpec(method);
+      return spec?.caller === "person" ? spec : undefined;
+    },
+  );
 
   for (const method of AGENT_METHODS) {
     const handler = deps.agent[method];
@@ -126,8 +254,35 @@ export async function startHostBus(deps: {
       "host.agent_subscription",
       (_msg, body) => deps.workerOf(method, body),
       async (_msg, body) => handler(decodeBody(spec, body)),
+      (subject) => (subject === agentSubject(prefix, method) ? spec : undefined),
     );
   }
+
+  // Requests other hosts forward here, for sessions this host owns: served as if they came directly.
+  const forwarding = deps.forwarding;
+  if (forwarding)
+    service.addEndpoint("forward", {
+      subject: forwarding.subject,
+      handler: (err, fwdMsg) => {
+        if (err) {
+          log.error("host.forward_subscription", errorFields(err));
+          return;
+        }
+        const request = forwarding.received(fwdMsg);
+        if (!request) {
+          replier.reply(fwdMsg, forwarding.subject, () =>
+            Promise.reject(new AppError("INVALID_PARAMS", "a forwarded request without its subject")),
+          );
+          return;
+        }
+        const route = routes.find((r) => r.matches(request.msg.subject));
+        if (route) route.handle(request.msg, request);
+        else
+          replier.reply(request.msg, forwarding.subject, () =>
+            Promise.reject(new AppError("UNKNOWN_METHOD", "no method for the forwarded subject")),
+          );
+      },
+    });
 
   // Not in production without test hooks: the serving user has no right on `<prefix>.test.>`, and
   // a subscription the server refuses stops the whole service.

@@ -129,9 +129,9 @@ export function createScheduler(deps: SchedulerDeps) {
   }
 
   return {
-    /** Start-up: fails earlier runs that never got a turn (logged even when 0), then ticks. */
+    /** Start-up: fails its own and dead hosts' earlier runs that never got a turn (logged even when 0), then ticks. */
     async start(): Promise<void> {
-      const recovered = await store.recoverAtStart();
+      const recovered = await store.recoverAtStart(hostId);
       log.info("scheduler.recovered", { failed: recovered, graceMs: deps.graceMs, pollMs: deps.pollMs });
       void wake();
     },

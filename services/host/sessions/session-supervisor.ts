@@ -6,6 +6,7 @@ import { type Actor, createActor, type SnapshotFrom, waitFor } from "xstate";
 import type { Reply, SessionEvent } from "../../../machines/session.machine.ts";
 import { AppError } from "../../protocol/app-error.ts";
 import { errorFields, type Logger } from "../../protocol/log.ts";
+import { isLeaseLost } from "../store/db.ts";
 import type { FaultInjector } from "./fault-injector.ts";
 import { PASSIVATED, stateValueString } from "./machine-state.ts";
 import { createSessionActors, type SessionActorDeps } from "./session-actors.ts";
@@ -54,7 +55,7 @@ export function createSessionSupervisor(deps: SupervisorDeps) {
   const passivateAfterMs = deps.passivateAfterMs ?? 60_000;
   const steps = createSessionActors(deps);
   const machine = provideSessionMachine({
-    steps,
+    steps: watchLeaseLoss(steps, (sessionId) => queueMicrotask(() => leaseLost(sessionId))),
     dispatcher,
     clock,
     faults: deps.faults,
@@ -179,6 +180,10 @@ export function createSessionSupervisor(deps: SupervisorDeps) {
    * database is down) and does not count: the next request tries again and the caller may retry.
    */
   function failed(sessionId: string, e: Entry, err: unknown): void {
+    if (isLeaseLost(err)) {
+      leaseLost(sessionId, e);
+      return;
+    }
     const snap = e.actor.getSnapshot();
     const state = typeof snap.value === "string" ? snap.value : JSON.stringify(snap.value);
     log.error("session.actor_failed", { sessionId, state, ...errorFields(err) });
@@ -224,6 +229,28 @@ export function createSessionSupervisor(deps: SupervisorDeps) {
         log.error("session.supervisor_bug", { sessionId, ...errorFields(bug) });
       }
     });
+  }
+
+  /**
+   * Another host owns the session now (a write got SESSION_LEASE_LOST): the actor is dropped, not
+   * restarted and not counted as a failure (the session is not degraded); its waiting requests get
+   * the retriable SESSION_LEASE_LOST, and the next request creates an actor from the rows again
+   * (which the owner serves, or which writes again and is dropped again).
+   */
+  function leaseLost(sessionId: string, e = actors.get(sessionId)): void {
+    if (!e || actors.get(sessionId) !== e) return;
+    actors.delete(sessionId);
+    const turnId = e.actor.getSnapshot().context.turnId;
+    try {
+      e.actor.stop();
+    } catch {}
+    steps.forget(sessionId);
+    if (turnId) {
+      dispatcher.revoke(turnId);
+      deps.onTurnRevoked?.(turnId);
+    }
+    for (const r of [...e.pending]) r.fail("SESSION_LEASE_LOST", "another host owns this session now; retry");
+    log.warn("session.lease_lost", { sessionId, turnId: turnId ?? null });
   }
 
   /** Sends to the actor; a synchronous throw is treated as the actor failing, never passed on. */
@@ -316,6 +343,7 @@ export function createSessionSupervisor(deps: SupervisorDeps) {
             if (done) return;
             settle();
             reject(err);
+            if (isLeaseLost(err)) queueMicrotask(() => leaseLost(sessionId, e));
           },
         };
         e.pending.add(reply);
@@ -362,3 +390,32 @@ export function createSessionSupervisor(deps: SupervisorDeps) {
 }
 
 export type SessionSupervisor = ReturnType<typeof createSessionSupervisor>;
+
+/**
+ * The steps, each of whose failures with SESSION_LEASE_LOST (PH002) is reported with its session
+ * (the first argument: the session id, or a context carrying it), so the supervisor drops the actor
+ * even when the machine handles the error itself (a deadline's write, say).
+ */
+function watchLeaseLoss<S extends object>(steps: S, onLost: (sessionId: string) => void): S {
+  const sessionOf = (arg: unknown): string | null =>
+    typeof arg === "string"
+      ? arg
+      : typeof (arg as { sessionId?: unknown } | null)?.sessionId === "string"
+        ? (arg as { sessionId: string }).sessionId
+        : null;
+  return new Proxy(steps, {
+    get(target, key, receiver) {
+      const value = Reflect.get(target, key, receiver);
+      if (typeof value !== "function") return value;
+      return (...args: unknown[]) => {
+        const r = value.apply(target, args);
+        if (r instanceof Promise)
+          r.catch((err: unknown) => {
+            const sessionId = sessionOf(args[0]);
+            if (sessionId && isLeaseLost(err)) onLost(sessionId);
+          });
+        return r;
+      };
+    },
+  });
+}

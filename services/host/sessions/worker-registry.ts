@@ -1,11 +1,14 @@
 // The workers this host has heard from lately and what they serve (docs/protocol.md "Models"):
 // each worker's hello (again every 30 s) replaces its entry; one not heard from for
-// WORKER_FORGET_MS is forgotten. models.list answers from it. In memory: after a restart the next
-// hellos fill it again within a hello interval.
+// WORKER_FORGET_MS is forgotten; a worker's requests (claim, heartbeat, tool calls) count as heard
+// too. models.list and workers.list answer from it. In memory: after a restart the next hellos fill it
+// again within a hello interval.
 import type { AgentHello } from "../../protocol/schemas.ts";
 import type { Clock } from "../clock.ts";
 
 export const WORKER_FORGET_MS = 90_000;
+/** A turn a worker named and that is not leased now is forgotten after this long. */
+const TURN_FORGET_MS = 60_000;
 /** Workers remembered at most (a hostile flood of hellos with new ids evicts the oldest). */
 const MAX_WORKERS = 1_000;
 
@@ -18,13 +21,71 @@ export interface ServedModel {
   keyConfigured: boolean;
 }
 
-export function createWorkerRegistry(deps: { clock: Clock }) {
+/** One live worker as workers.list shows it. */
+export interface WorkerView {
+  workerId: string;
+  serves: Array<{ provider: string; model: string }>;
+  lastSeenAt: string;
+  /** Turns it holds a lease on here now. */
+  turns: number;
+}
+
+export function createWorkerRegistry(deps: {
+  clock: Clock;
+  /** Whether a worker holds the turn's lease now (turn-dispatcher.ts); none: every turn counts 0. */
+  isLeased?: (turnId: string) => boolean;
+}) {
   const workers = new Map<string, { serves: NonNullable<AgentHello["serves"]>; at: number }>();
+  /**
+   * The turns each worker's requests named (claims, token-checked requests) and when last; one not
+   * leased for TURN_FORGET_MS is dropped (a claim is named before its lease is granted).
+   */
+  const turnsOf = new Map<string, Map<string, number>>();
   return {
     heard(hello: AgentHello): void {
       workers.delete(hello.workerId);
       workers.set(hello.workerId, { serves: hello.serves ?? [], at: deps.clock.now() });
-      if (workers.size > MAX_WORKERS) workers.delete(workers.keys().next().value!);
+      if (workers.size > MAX_WORKERS) {
+        const oldest = workers.keys().next().value!;
+        workers.delete(oldest);
+        turnsOf.delete(oldest);
+      }
+    },
+    /** A request proved to be from this worker (host-bus workerOf), about this turn. */
+    worked(workerId: string, turnId: unknown): void {
+      const w = workers.get(workerId);
+      // Only workers that said hello are listed; the hello comes first (services/agent/main.ts).
+      if (!w) return;
+      w.at = deps.clock.now();
+      if (typeof turnId !== "string") return;
+      for (const [id, named] of turnsOf) if (id !== workerId) named.delete(turnId);
+      const named = turnsOf.get(workerId) ?? new Map<string, number>();
+      named.set(turnId, deps.clock.now());
+      turnsOf.set(workerId, named);
+    },
+    /** Live workers (heard from within WORKER_FORGET_MS), by id, with the turns they hold. */
+    list(): WorkerView[] {
+      const now = deps.clock.now();
+      const out: WorkerView[] = [];
+      for (const [workerId, w] of workers) {
+        if (now - w.at > WORKER_FORGET_MS) {
+          workers.delete(workerId);
+          turnsOf.delete(workerId);
+          continue;
+        }
+        let turns = 0;
+        for (const [turnId, at] of turnsOf.get(workerId) ?? []) {
+          if (deps.isLeased?.(turnId)) turns += 1;
+          else if (now - at > TURN_FORGET_MS) turnsOf.get(workerId)?.delete(turnId);
+        }
+        out.push({
+          workerId,
+          serves: w.serves.flatMap((p) => p.models.map((model) => ({ provider: p.provider, model }))),
+          lastSeenAt: new Date(w.at).toISOString(),
+          turns,
+        });
+      }
+      return out.sort((a, b) => a.workerId.localeCompare(b.workerId));
     },
     /** Workers heard from within WORKER_FORGET_MS. */
     liveWorkers(): number {

@@ -10,12 +10,19 @@ export type Tx = pg.PoolClient;
 export const WRITE_FENCE_LOCK_CLASS = 1885956211;
 /** SQLSTATE the write fence raises for a write from a superseded incarnation. */
 export const WRITE_FENCED_SQLSTATE = "PH001";
+/** SQLSTATE the lease trigger raises for a write to a session another host owns (migration 13). */
+export const LEASE_LOST_SQLSTATE = "PH002";
 
 export interface Writer {
   hostId: string;
   incarnation: number;
   /** Called once, at the first write the fence refused. */
   onFenced: (message: string) => void;
+  /**
+   * Postgres ends a transaction left idle this long (ms): a host paused or partitioned mid-transaction
+   * must not hold the locks another host's takeover waits for (docs/operations.md "Several hosts").
+   */
+  idleInTransactionMs?: number;
 }
 
 const fencedHandlers = new WeakMap<Db, () => (message: string) => void>();
@@ -36,7 +43,13 @@ export function createDb(connectionString: string, opts: { max?: number; writer?
     // Seen in pg_stat_activity (operators, and tests that terminate the host's backends).
     application_name: writer ? `pi-host ${writer.hostId}` : "pi-host",
     ...(writer
-      ? { options: `-c pihost.host_id=${writer.hostId} -c pihost.incarnation=${writer.incarnation}` }
+      ? {
+          options: `-c pihost.host_id=${writer.hostId} -c pihost.incarnation=${writer.incarnation}${
+            writer.idleInTransactionMs
+              ? ` -c idle_in_transaction_session_timeout=${Math.max(1, Math.floor(writer.idleInTransactionMs))}`
+              : ""
+          }`,
+        }
       : {}),
   });
   // An idle client's error (server restart) must not crash the host; the next query reports it.
@@ -88,11 +101,21 @@ export function lostConnectionAppError(err: unknown): AppError | null {
     : null;
 }
 
-/** The wire error for a fenced write (retriable: the current incarnation serves the retry). */
+/** Was this error the lease trigger refusing a write to a session another host owns? */
+export function isLeaseLost(err: unknown): boolean {
+  return (err as { code?: unknown } | null)?.code === LEASE_LOST_SQLSTATE;
+}
+
+/**
+ * The wire error for a fenced write (retriable: the current incarnation serves the retry), or for a
+ * write to a session another host took over (SESSION_LEASE_LOST, retriable: the owner serves it).
+ */
 export function fencedAppError(err: unknown): AppError | null {
-  return isWriteFenced(err)
-    ? new AppError("HOST_FENCED", undefined, { details: { reason: (err as Error).message } })
-    : null;
+  if (isWriteFenced(err))
+    return new AppError("HOST_FENCED", undefined, { details: { reason: (err as Error).message } });
+  if (isLeaseLost(err))
+    return new AppError("SESSION_LEASE_LOST", undefined, { details: { reason: (err as Error).message } });
+  return null;
 }
 
 function noteFenced(db: Db, err: unknown): void {

@@ -274,11 +274,18 @@ export function createScheduleStore({ db, clock }: { db: Db; clock: Clock }) {
      * another id (a renamed or replaced host) has nobody left to finish it either. Nothing is
      * replayed; runs with a turn follow the turn, which the fence has ended.
      */
-    async recoverAtStart(): Promise<number> {
+    /**
+     * Start-up: fails the runs that never got a turn and were claimed by this host id (an earlier
+     * incarnation) or by a host that is no longer running; a live host's claims in flight are its own.
+     */
+    async recoverAtStart(hostId: string): Promise<number> {
       const r = await db.query(
         `UPDATE scheduled_runs SET status = 'failed', error_code = 'HOST_RESTARTED', ended_at = $1
-          WHERE status IN ('claimed', 'running') AND turn_id IS NULL RETURNING id`,
-        [clock.date()],
+          WHERE status IN ('claimed', 'running') AND turn_id IS NULL
+            AND (claimed_by = $2 OR claimed_by IS NULL
+                 OR claimed_by NOT IN (SELECT id FROM hosts WHERE state = 'running'))
+          RETURNING id`,
+        [clock.date(), hostId],
       );
       return r.rowCount ?? 0;
     },

@@ -211,8 +211,8 @@ export function createSessionStore({ db, clock }: { db: Db; clock: Clock }) {
           ],
         );
         await tx.query(
-          `INSERT INTO session_leases (session_id, host_id, epoch, acquired_at)
-           SELECT $1, id, incarnation, $3 FROM hosts WHERE id = $2`,
+          `INSERT INTO session_leases (session_id, host_id, epoch, acquired_at, incarnation)
+           SELECT $1, id, incarnation, $3, incarnation FROM hosts WHERE id = $2`,
           [id, hostId, at],
         );
         await appendAudit(tx, { at, principal, sessionId: id, action: "session.create", details: { mode } });

@@ -1,5 +1,7 @@
-// The startup fence (docs/architecture.md "Host start-up", single host): before the host subscribes to
-// anything, one transaction ends what earlier incarnations left and makes this one current.
+// The startup fence (docs/architecture.md "Host start-up"): before the host subscribes to anything,
+// one transaction ends what earlier incarnations of this host id left, in this host's own sessions
+// only, and makes this one current. Other hosts' sessions are taken over by liveness (takeover.ts).
+import { AppError } from "../../protocol/app-error.ts";
 import type { Logger } from "../../protocol/log.ts";
 import type { Clock } from "../clock.ts";
 import { type Db, type Tx, WRITE_FENCE_LOCK_CLASS, withTransaction } from "./db.ts";
@@ -31,12 +33,58 @@ export interface FenceReport extends EndedWork {
 }
 
 /**
- * One transaction marks every earlier pending approval and queued/running execution interrupted,
- * aborts every running turn, denies pending permission prompts, bumps the host's incarnation and
- * takes over leases another host id held, with one audit row each. Nothing is replayed. Each scoped
- * UPDATE is logged with its count, even when 0. The new incarnation is what the host's writer pool
- * then carries (db.ts): from this commit on, an earlier incarnation still running with the same host
- * id can no longer write (migration 9).
+ * Before the fence: a `running` row of this host id may be a live process. Its heartbeat counter is
+ * watched for one lease on this host's clock: if it moves, HOST_ID_IN_USE (the caller exits and
+ * starts nothing); if not, the earlier process is gone and the fence may run. A `stopped` or `dead`
+ * row (or none) needs no wait. A wait that sees the row stop or die ends at once.
+ */
+export async function awaitHostIdFree(deps: {
+  db: Db;
+  clock: Clock;
+  hostId: string;
+  leaseMs: number;
+  pollMs: number;
+  log: Logger;
+}): Promise<void> {
+  const { db, clock, hostId, leaseMs, log } = deps;
+  const read = async () => {
+    const r = await db.query("SELECT heartbeat, state, incarnation FROM hosts WHERE id = $1", [hostId]);
+    const row = r.rows[0];
+    return row
+      ? {
+          heartbeat: String(row.heartbeat),
+          state: row.state as string,
+          incarnation: row.incarnation as number,
+        }
+      : null;
+  };
+  const first = await read();
+  if (first?.state !== "running") return;
+  log.info("host.id_check", { hostId, leaseMs, heartbeat: first.heartbeat });
+  const until = clock.now() + leaseMs;
+  const sleep = (ms: number) => new Promise<void>((resolve) => clock.setTimeout(resolve, ms));
+  while (clock.now() < until) {
+    await sleep(Math.max(1, Math.min(deps.pollMs, until - clock.now())));
+    const now = await read();
+    if (now?.state !== "running") return;
+    if (now.heartbeat !== first.heartbeat || now.incarnation !== first.incarnation)
+      throw new AppError(
+        "HOST_ID_IN_USE",
+        `a host with id ${hostId} is running (its heartbeat moved from ${first.heartbeat} to ${now.heartbeat} within ${leaseMs} ms); give each host its own PI_HOST_ID`,
+        { details: { hostId } },
+      );
+  }
+}
+
+/**
+ * One transaction marks every pending approval and queued/running execution of this host's own
+ * sessions interrupted, aborts their running turns, denies their pending permission prompts, with
+ * one audit row each, bumps the host's incarnation (and its heartbeat, so an observer that saw the
+ * earlier process stall does not take this one over) and claims the sessions that have no lease
+ * (legacy). Nothing is replayed; other hosts' sessions are not touched. Each scoped UPDATE is
+ * logged with its count, even when 0. The new incarnation is what the host's writer pool then
+ * carries (db.ts): from this commit on, an earlier incarnation still running with the same host id
+ * can no longer write (migration 9).
  */
 export async function runStartupFence(deps: {
   db: Db;
@@ -52,40 +100,68 @@ export async function runStartupFence(deps: {
     // an earlier incarnation's transaction either commits before the bump or is refused after it.
     await tx.query("SELECT pg_advisory_xact_lock($1, hashtext($2))", [WRITE_FENCE_LOCK_CLASS, hostId]);
     const host = await tx.query(
-      `INSERT INTO hosts (id, incarnation, started_at, heartbeat_at, lease_expires_at, info) VALUES ($1, 1, $2, $2, $3, $4)
-       ON CONFLICT (id) DO UPDATE SET incarnation = hosts.incarnation + 1, started_at = $2, heartbeat_at = $2, lease_expires_at = $3, info = $4
+      `INSERT INTO hosts (id, incarnation, started_at, heartbeat_at, lease_expires_at, info, heartbeat, state) VALUES ($1, 1, $2, $2, $3, $4, 1, 'running')
+       ON CONFLICT (id) DO UPDATE SET incarnation = hosts.incarnation + 1, started_at = $2, heartbeat_at = $2, lease_expires_at = $3, info = $4,
+         heartbeat = hosts.heartbeat + 1, state = 'running'
        RETURNING incarnation`,
       [hostId, at, new Date(at.getTime() + 30_000), JSON.stringify(deps.info ?? {})],
     );
     const incarnation: number = host.rows[0].incarnation;
-    // With one host every earlier row is fenced. Leases another host id held are taken over with
-    // this incarnation as their epoch; this host's own leases stay as they are: the incarnation in
-    // `hosts`, which every write checks (migration 9), already supersedes its earlier self, and
-    // rewriting every lease made each start cost O(sessions) (bench/startup-fence.bench.ts).
-    await tx.query(
-      "UPDATE session_leases SET host_id = $1, epoch = $2, acquired_at = $3 WHERE host_id <> $1",
-      [hostId, incarnation, at],
+    // Sessions without a lease (created before leases) become this host's; leases other hosts hold
+    // stay theirs (a dead one's are taken over by liveness). This host's own leases stay as they
+    // are: the incarnation in `hosts`, which every write checks (migration 9), already supersedes
+    // its earlier self, the lease trigger accepts a lease of an earlier incarnation of the writer
+    // (migration 13), and rewriting every lease made each start cost O(sessions)
+    // (bench/startup-fence.bench.ts).
+    const claimed = await tx.query(
+      `INSERT INTO session_leases (session_id, host_id, epoch, acquired_at, incarnation)
+       SELECT s.id, $1, 1, $2, $3 FROM sessions s
+        WHERE NOT EXISTS (SELECT 1 FROM session_leases l WHERE l.session_id = s.id)
+       ON CONFLICT (session_id) DO NOTHING`,
+      [hostId, at, incarnation],
     );
+    if (claimed.rowCount) log.info("host.legacy_leases_claimed", { count: claimed.rowCount });
 
-    return { incarnation, ...(await endWork(tx, { at, hostId, incarnation, kind: "fence" })) };
+    return {
+      incarnation,
+      ...(await endWork(tx, { at, hostId, incarnation, kind: "fence", scope: { owner: hostId } })),
+    };
   });
   const { fencedProposalIds, endedTurns, deniedPermissions, incarnation, ...counts } = report;
   log.info("host.fence", { incarnation, ...counts, proposals: fencedProposalIds.length });
   return report;
 }
 
+/** Whose work endWork ends: the sessions leased to a host, or exactly these sessions. */
+export type WorkScope = { owner: string } | { sessionIds: string[] };
+
 /**
- * Ends, in the caller's transaction, every pending approval (interrupted), queued or running
- * execution (interrupted), running turn (aborted with `HOST_RESTARTED` at start, `HOST_STOPPING` when
- * a host stops) and pending permission prompt (denied), with one audit row each (`<kind>.<what>`).
- * Nothing is replayed.
+ * Ends, in the caller's transaction, in the scope's sessions only, every pending approval
+ * (interrupted), queued or running execution (interrupted), running turn (aborted with
+ * `HOST_RESTARTED` at start or takeover, `HOST_STOPPING` when a host stops) and pending permission
+ * prompt (denied), with one audit row each (`<kind>.<what>`, details carrying `extra`). Nothing is
+ * replayed.
  */
-async function endWork(
+export async function endWork(
   tx: Tx,
-  p: { at: Date; hostId: string; incarnation: number; kind: "fence" | "stop" },
+  p: {
+    at: Date;
+    hostId: string;
+    incarnation: number;
+    kind: "fence" | "stop" | "takeover";
+    scope: WorkScope;
+    extra?: Record<string, unknown>;
+  },
 ): Promise<EndedWork> {
   const { at, hostId, incarnation, kind } = p;
-  const turnCode = kind === "fence" ? "HOST_RESTARTED" : "HOST_STOPPING";
+  const turnCode = kind === "stop" ? "HOST_STOPPING" : "HOST_RESTARTED";
+  // $4 is the scope (the owner's leases, or the session ids), $5 the audit details' extra keys.
+  const scope =
+    "owner" in p.scope
+      ? "session_id IN (SELECT l.session_id FROM session_leases l WHERE l.host_id = $4)"
+      : "session_id = ANY($4::text[])";
+  const scopeParam = "owner" in p.scope ? p.scope.owner : p.scope.sessionIds;
+  const extra = JSON.stringify(p.extra ?? {});
   // Each change and its audit rows in one statement (a CTE): one round trip per kind of row,
   // not one per row, so a fence over thousands of rows stays a few statements long.
   const principal = `host:${hostId}`;
@@ -94,13 +170,13 @@ async function endWork(
       `WITH u AS (${update}),
             a AS (INSERT INTO audit_log (at, principal, session_id, turn_id, action, code, details)
                   SELECT $1, $2, u.session_id, ${turn}, '${kind}.${action}', '${code}',
-                         jsonb_build_object('${key}', u.id, 'incarnation', $3::int) FROM u)
+                         jsonb_build_object('${key}', u.id, 'incarnation', $3::int) || $5::jsonb FROM u)
        SELECT * FROM u`,
-      [at, principal, incarnation],
+      [at, principal, incarnation, scopeParam, extra],
     );
   const approvals = await fenceRows(
     `UPDATE plan_approvals SET status = 'interrupted', error_code = 'PLAN_APPROVAL_INTERRUPTED', resolved_at = $1, version = version + 1
-     WHERE status = 'pending' RETURNING id, session_id, turn_id`,
+     WHERE status = 'pending' AND ${scope} RETURNING id, session_id, turn_id`,
     "approval",
     "PLAN_APPROVAL_INTERRUPTED",
     "proposalId",
@@ -108,14 +184,14 @@ async function endWork(
   );
   const executions = await fenceRows(
     `UPDATE plan_approvals SET execution_state = 'interrupted', error_code = 'PLAN_EXECUTION_INTERRUPTED', version = version + 1
-     WHERE execution_state IN ('queued', 'running') RETURNING id, session_id, execution_turn_id`,
+     WHERE execution_state IN ('queued', 'running') AND ${scope} RETURNING id, session_id, execution_turn_id`,
     "execution",
     "PLAN_EXECUTION_INTERRUPTED",
     "proposalId",
     "u.execution_turn_id",
   );
   const turns = await fenceRows(
-    `UPDATE turns SET status = 'aborted', error_code = '${turnCode}', ended_at = $1 WHERE status = 'running'
+    `UPDATE turns SET status = 'aborted', error_code = '${turnCode}', ended_at = $1 WHERE status = 'running' AND ${scope}
      RETURNING id, session_id`,
     "turn",
     turnCode,
@@ -129,10 +205,11 @@ async function endWork(
        SELECT st.turn_id, st.tool_call_id, st.session_id, st.tool,
               jsonb_build_object(
                 'content', jsonb_build_array(jsonb_build_object('type', 'text', 'text',
-                  st.tool || ' was running when the host ' || $4 || '; whether it finished is unknown, and it is not run again')),
+                  st.tool || ' was running when the host ' || $6 || '; whether it finished is unknown, and it is not run again')),
                 'isError', true, 'code', 'TOOL_OUTCOME_UNKNOWN') AS result
          FROM tool_call_starts st
-        WHERE NOT EXISTS (SELECT 1 FROM tool_calls tc WHERE tc.turn_id = st.turn_id AND tc.tool_call_id = st.tool_call_id)
+        WHERE st.${scope}
+          AND NOT EXISTS (SELECT 1 FROM tool_calls tc WHERE tc.turn_id = st.turn_id AND tc.tool_call_id = st.tool_call_id)
      ), tc AS (
        INSERT INTO tool_calls (turn_id, tool_call_id, session_id, tool, decision, code, result, created_at)
        SELECT turn_id, tool_call_id, session_id, tool, 'allow', 'TOOL_OUTCOME_UNKNOWN', result, $1 FROM s
@@ -147,14 +224,21 @@ async function endWork(
      ), a AS (
        INSERT INTO audit_log (at, principal, session_id, turn_id, tool_call_id, action, code, details)
        SELECT $1, $2, session_id, turn_id, tool_call_id, '${kind}.tool_call', 'TOOL_OUTCOME_UNKNOWN',
-              jsonb_build_object('tool', tool, 'incarnation', $3::int) FROM tc
+              jsonb_build_object('tool', tool, 'incarnation', $3::int) || $5::jsonb FROM tc
      )
      SELECT count(*)::int AS n FROM tc`,
-    [at, principal, incarnation, kind === "fence" ? "restarted" : "stopped"],
+    [
+      at,
+      principal,
+      incarnation,
+      scopeParam,
+      extra,
+      kind === "stop" ? "stopped" : kind === "fence" ? "restarted" : "was lost",
+    ],
   );
   const permissions = await fenceRows(
     `UPDATE permission_requests SET status = 'denied', code = 'PERMISSION_INTERRUPTED', resolved_at = $1
-     WHERE status = 'pending' RETURNING id, session_id, turn_id, tool_call_id, tool`,
+     WHERE status = 'pending' AND ${scope} RETURNING id, session_id, turn_id, tool_call_id, tool`,
     "permission",
     "PERMISSION_INTERRUPTED",
     "requestId",
@@ -186,7 +270,9 @@ async function endWork(
 
 /**
  * A host stopped by a signal ends its work at once, as the fence would at its next start but with
- * `HOST_STOPPING` on the turns, through its own (write-fenced) pool, so people are told now.
+ * `HOST_STOPPING` on the turns, through its own (write-fenced) pool, so people are told now. In the
+ * same transaction its host row becomes `stopped` (only while this incarnation is current), so
+ * another host's liveness observer takes its sessions over at once, without waiting for the lease.
  */
 export async function runStopFence(deps: {
   db: Db;
@@ -196,10 +282,27 @@ export async function runStopFence(deps: {
   log: Logger;
 }): Promise<EndedWork> {
   const at = deps.clock.date();
-  const ended = await withTransaction(deps.db, (tx) =>
-    endWork(tx, { at, hostId: deps.hostId, incarnation: deps.incarnation, kind: "stop" }),
-  );
+  let stopped = 0;
+  const ended = await withTransaction(deps.db, async (tx) => {
+    const work = await endWork(tx, {
+      at,
+      hostId: deps.hostId,
+      incarnation: deps.incarnation,
+      kind: "stop",
+      scope: { owner: deps.hostId },
+    });
+    const row = await tx.query("UPDATE hosts SET state = 'stopped' WHERE id = $1 AND incarnation = $2", [
+      deps.hostId,
+      deps.incarnation,
+    ]);
+    stopped = row.rowCount ?? 0;
+    return work;
+  });
   const { fencedProposalIds, endedTurns, deniedPermissions, ...counts } = ended;
-  deps.log.info("host.stop_fence", { ...counts, proposals: fencedProposalIds.length });
+  deps.log.info("host.stop_fence", {
+    ...counts,
+    proposals: fencedProposalIds.length,
+    hostStopped: stopped === 1,
+  });
   return ended;
 }
