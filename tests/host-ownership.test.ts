@@ -9,6 +9,7 @@ import { describe, expect, it } from "vitest";
 import { createClock } from "../services/host/clock.ts";
 import { createDb, type Db, fencedAppError, isLeaseLost } from "../services/host/store/db.ts";
 import { migrateUp } from "../services/host/store/migrate.ts";
+import { reportOrphanArtifacts } from "../services/host/store/orphan-artifacts.ts";
 import { leaseOf } from "../services/host/store/session-leases.ts";
 import { runStartupFence } from "../services/host/store/startup-fence.ts";
 import { takeOverHost } from "../services/host/store/takeover.ts";
@@ -73,6 +74,39 @@ describe("session leases in Postgres", () => {
       [`pa_${id}`, id, `turn_${id}`, `.pi/plan/${id}.md`, T, new Date(T.getTime() + 3_600_000)],
     );
   }
+
+  it("the orphan-artifact scan skips a project another running host has a session in, and only reports", async () => {
+    await host("orph-me");
+    await host("orph-other");
+    await q(
+      "INSERT INTO projects (id, name, workspace_root, owner, created_at) VALUES ('prj_o1', 'o1', '/tmp/o1', 'alice', $1), ('prj_o2', 'o2', '/tmp/o2', 'alice', $1)",
+      [T],
+    );
+    for (const [sid, prj, h] of [
+      ["ses_o1", "prj_o1", "orph-other"],
+      ["ses_o2", "prj_o2", "orph-me"],
+    ] as const) {
+      await q(
+        `INSERT INTO sessions (id, project_id, owner, mode, provider, model, created_at, updated_at)
+         VALUES ($1, $2, 'alice', 'plan', 'scripted', 'demo', $3, $3)`,
+        [sid, prj, T],
+      );
+      await q(
+        `INSERT INTO session_leases (session_id, host_id, epoch, acquired_at, incarnation)
+         SELECT $1, id, 1, $3, incarnation FROM hosts WHERE id = $2`,
+        [sid, h, T],
+      );
+    }
+    // Every workspace lists one plan file no row names (the other host may be about to commit its row).
+    const listPlanFiles = async () => ["in-flight-20261201-000000Z.md"];
+    const scan = () => reportOrphanArtifacts({ db: tdb.pool, log: silent, hostId: "orph-me", listPlanFiles });
+    const projectsOf = (r: Array<{ projectId: string }>) =>
+      r.map((o) => o.projectId).filter((id) => id.startsWith("prj_o"));
+    expect(projectsOf(await scan())).toEqual(["prj_o2"]);
+    // Once that host is no longer running, its project is scanned too.
+    await q("UPDATE hosts SET state = 'stopped' WHERE id = 'orph-other'");
+    expect(projectsOf(await scan())).toEqual(["prj_o1", "prj_o2"]);
+  });
 
   it("refuses a write to a session another host owns with SESSION_LEASE_LOST, changing nothing", async () => {
     const a = await host("lease-a");
@@ -292,27 +326,41 @@ describe("host processes on one database", () => {
     }
   });
 
-  it("a second process with the same id exits HOST_ID_IN_USE; after a SIGKILL a new start waits one lease and fences", async () => {
-    const a = startHost(env("own-same"));
-    await a.waitForEvent("host.ready");
-    const twin = startHost(env("own-same"));
-    expect(await twin.exited).toBe(2);
-    expect(twin.lines.some((l) => l.includes('"event":"host.id_in_use"'))).toBe(true);
-    expect(twin.lines.some((l) => l.includes('"event":"host.fence"'))).toBe(false);
-    const inc = (await q("SELECT incarnation FROM hosts WHERE id = 'own-same'")).rows[0].incarnation;
+  /** The environment for a host with this id, or with the default id (PI_HOST_ID unset: host-<hostname>). */
+  const envFor = (id: string | null) => {
+    if (id !== null) return env(id);
+    const { PI_HOST_ID: _drop, ...extra } = stack.env.extra ?? {};
+    return { ...stack.env, extra };
+  };
+  it.each([
+    ["a distinct id", "own-same"],
+    ["the default id", null],
+  ])(
+    "a second process with %s exits HOST_ID_IN_USE; after a SIGKILL a new start waits one lease and fences",
+    async (_what, hostId) => {
+      const a = startHost(envFor(hostId));
+      await a.waitForEvent("host.ready");
+      const id = hostId ?? String((await a.waitForEvent("host.ready")).hostId);
+      if (hostId === null) expect(id).toMatch(/^host-/);
+      const twin = startHost(envFor(hostId));
+      expect(await twin.exited).toBe(2);
+      expect(twin.lines.some((l) => l.includes('"event":"host.id_in_use"'))).toBe(true);
+      expect(twin.lines.some((l) => l.includes('"event":"host.fence"'))).toBe(false);
+      const inc = (await q("SELECT incarnation FROM hosts WHERE id = $1", [id])).rows[0].incarnation;
 
-    await a.kill();
-    const startedAt = Date.now();
-    const again = startHost(env("own-same"));
-    try {
-      await again.waitForEvent("host.id_check");
-      const fence = await again.waitForEvent("host.fence");
-      expect(Date.now() - startedAt).toBeGreaterThanOrEqual(1_500);
-      expect(fence).toMatchObject({ incarnation: inc + 1 });
-    } finally {
-      await again.kill();
-    }
-  });
+      await a.kill();
+      const startedAt = Date.now();
+      const again = startHost(envFor(hostId));
+      try {
+        await again.waitForEvent("host.id_check");
+        const fence = await again.waitForEvent("host.fence");
+        expect(Date.now() - startedAt).toBeGreaterThanOrEqual(1_500);
+        expect(fence).toMatchObject({ incarnation: inc + 1 });
+      } finally {
+        await again.kill();
+      }
+    },
+  );
 
   it("a host whose clock runs ten minutes ahead but beats is not declared dead", async () => {
     const skewed = startHost(env("own-skew"));

@@ -26,6 +26,7 @@ import { createForwarding, forwardTimeoutMs } from "./bus/forward.ts";
 import { sessionOfRequest } from "./store/request-session.ts";
 import { leaseOf } from "./store/session-leases.ts";
 import { reportOrphanArtifacts } from "./store/orphan-artifacts.ts";
+import { createWorkspaceAdvisoryLocks } from "./store/workspace-advisory-lock.ts";
 import { createPermissionGate } from "./sessions/permission-gate.ts";
 import { createPermissionsApi } from "./bus/permissions-api.ts";
 import { createPlanStore } from "./store/plan-store.ts";
@@ -242,7 +243,12 @@ async function main(): Promise<void> {
   const aborts = createToolAborts();
   // The tool runner is built once, from the configuration read at start; claims read the
   // project's AGENTS.md through it (the session's sandboxed file helper).
-  const runner = createToolRunner(config.tools);
+  // Sessions of one project may be owned by different hosts: the workspace lock holds across them.
+  const workspaceLocks = createWorkspaceAdvisoryLocks(config.databaseUrl);
+  const runner = createToolRunner({
+    ...config.tools,
+    crossHostLock: (workspace, fn) => workspaceLocks.hold(workspace, fn),
+  });
   const supervisor = createSessionSupervisor({
     instructions: createProjectInstructions({ runner }),
     ...(faults ? { faults } : {}),
@@ -467,9 +473,12 @@ async function main(): Promise<void> {
   });
   // Plan files no row names (a crash between file and row), listed by a sandboxed helper per
   // workspace: after the host serves, so a slow listing never delays start. Reporting only.
-  void reportOrphanArtifacts({ db, log, listPlanFiles: (root) => runner.listPlanFiles(root) }).catch((err) =>
-    log.warn("host.orphan_artifacts_failed", errorFields(err)),
-  );
+  void reportOrphanArtifacts({
+    db,
+    log,
+    hostId: config.hostId,
+    listPlanFiles: (root) => runner.listPlanFiles(root),
+  }).catch((err) => log.warn("host.orphan_artifacts_failed", errorFields(err)));
 
   const shutdown = async (signal: string) => {
     if (stopping) return;
@@ -500,6 +509,7 @@ async function main(): Promise<void> {
     log.info("host.drained", { drainedInGrace: drained, inFlight: drain.inFlight() });
     await service.stop().catch(() => {});
     await runner.close().catch(() => {});
+    await workspaceLocks.close().catch(() => {});
     await events.flush().catch(() => {});
     await rpcNc.drain().catch(() => {});
     await nc.drain().catch(() => {});

@@ -6,7 +6,9 @@ import { type Actor, createActor, type SnapshotFrom, waitFor } from "xstate";
 import type { Reply, SessionEvent } from "../../../machines/session.machine.ts";
 import { AppError } from "../../protocol/app-error.ts";
 import { errorFields, type Logger } from "../../protocol/log.ts";
+import { appendAudit } from "../store/audit-log.ts";
 import { isLeaseLost } from "../store/db.ts";
+import { leaseOf } from "../store/session-leases.ts";
 import type { FaultInjector } from "./fault-injector.ts";
 import { PASSIVATED, stateValueString } from "./machine-state.ts";
 import { createSessionActors, type SessionActorDeps } from "./session-actors.ts";
@@ -251,6 +253,22 @@ export function createSessionSupervisor(deps: SupervisorDeps) {
     }
     for (const r of [...e.pending]) r.fail("SESSION_LEASE_LOST", "another host owns this session now; retry");
     log.warn("session.lease_lost", { sessionId, turnId: turnId ?? null });
+    // Recorded by this host: its incarnation is current (a host that was taken over is fenced whole,
+    // HOST_FENCED), only this session's lease is not its own; the audit log is not lease-checked.
+    void leaseOf(deps.db, sessionId)
+      .then((owner) =>
+        appendAudit(deps.db, {
+          at: clock.date(),
+          sessionId,
+          turnId: turnId ?? null,
+          action: "session.lease_lost",
+          code: "SESSION_LEASE_LOST",
+          details: owner
+            ? { owner: owner.hostId, ownerIncarnation: owner.incarnation, epoch: owner.epoch }
+            : {},
+        }),
+      )
+      .catch((err) => log.warn("session.lease_lost_audit_failed", { sessionId, ...errorFields(err) }));
   }
 
   /** Sends to the actor; a synchronous throw is treated as the actor failing, never passed on. */

@@ -1,5 +1,7 @@
 // Reports plan files that no approval row names (a crash between writing the file and committing
-// the row). They are never used: nothing reads a plan file except through its row. Run at start.
+// the row). They are never used: nothing reads a plan file except through its row. Run at start,
+// and never for a project another running host has a session in (its files may be in flight); it
+// only reports, it never removes anything.
 // The listing of each workspace's `.pi/plan` comes from the caller (the sandboxed file helper):
 // this scan never opens a workspace folder itself.
 import type { Logger } from "../../protocol/log.ts";
@@ -13,8 +15,17 @@ export async function reportOrphanArtifacts(deps: {
   db: Db;
   log: Logger;
   listPlanFiles: ListPlanFiles;
+  /** This host: a project with a session another running host owns is skipped (its plan files may be in flight). */
+  hostId?: string;
 }): Promise<Array<{ projectId: string; path: string }>> {
-  const projects = await deps.db.query("SELECT id, workspace_root FROM projects ORDER BY id");
+  const projects = await deps.db.query(
+    `SELECT p.id, p.workspace_root FROM projects p
+      WHERE $1::text IS NULL OR NOT EXISTS (
+        SELECT 1 FROM sessions s JOIN session_leases l ON l.session_id = s.id JOIN hosts h ON h.id = l.host_id
+         WHERE s.project_id = p.id AND l.host_id <> $1 AND h.state = 'running')
+      ORDER BY p.id`,
+    [deps.hostId ?? null],
+  );
   const known = await deps.db.query(
     "SELECT p.id AS project_id, a.artifact_path FROM plan_approvals a JOIN sessions s ON s.id = a.session_id JOIN projects p ON p.id = s.project_id",
   );

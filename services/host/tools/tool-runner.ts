@@ -22,6 +22,11 @@ export interface ToolRunnerConfig {
   bashDefaultTimeoutMs: number;
   /** The file helpers' bounds (idle time, count, call timeout); defaults in file-helpers.ts. */
   fileHelpers?: FileHelpersOptions;
+  /**
+   * Several hosts: the workspace lock across hosts (a Postgres advisory lock the host passes in);
+   * held inside this process's own lock, for the tool's duration. Without it, this process only.
+   */
+  crossHostLock?: <T>(workspace: string, fn: () => Promise<T>) => Promise<T>;
 }
 
 /** The runner's configuration from an environment (docs/operations.md lists the variables). */
@@ -134,10 +139,12 @@ export function createToolRunner(config: ToolRunnerConfig = toolRunnerConfigFrom
   const runner: ToolRunner = {
     async run(tool, args, ctx) {
       const root = await recordedRoot(ctx.workspaceRoot);
-      return withWorkspaceLock(root, () => {
+      const run = () => {
         if (!isRunnable(tool)) throw new AppError("TOOL_NOT_FOUND");
         return RUNNABLE[tool](args, root, ctx, deps);
-      });
+      };
+      const across = config.crossHostLock;
+      return withWorkspaceLock(root, () => (across ? across(root, async () => run()) : run()));
     },
     async listPlanFiles(workspaceRoot) {
       const root = await recordedRoot(workspaceRoot);

@@ -1,0 +1,65 @@
+// The cross-host half of the workspace lock (docs/architecture.md "Tools", "Several hosts"): file
+// tools and Bash commands of one workspace run one at a time on every host, because sessions of one
+// project may be owned by different hosts. A Postgres session-level advisory lock keyed by the
+// workspace's real path is held on a connection of its own for the tool's duration; a host that
+// dies drops its connection, and Postgres releases the lock.
+import pg from "pg";
+import { AppError } from "../../protocol/app-error.ts";
+
+/** Advisory-lock class of workspaces (the write fence uses another). */
+export const WORKSPACE_LOCK_CLASS = 1885956212;
+
+export interface WorkspaceAdvisoryLocks {
+  /** Runs `fn` holding the workspace's lock; waiting longer than `waitMs` is a retriable refusal. */
+  hold<T>(workspace: string, fn: () => Promise<T>): Promise<T>;
+  close(): Promise<void>;
+}
+
+export function createWorkspaceAdvisoryLocks(
+  connectionString: string,
+  opts: { max?: number; waitMs?: number } = {},
+): WorkspaceAdvisoryLocks {
+  const pool = new pg.Pool({
+    connectionString,
+    max: opts.max ?? 16,
+    application_name: "pi-host workspace locks",
+  });
+  pool.on("error", () => {});
+  const waitMs = Math.max(1, Math.floor(opts.waitMs ?? 330_000));
+  return {
+    async hold(workspace, fn) {
+      const client = await pool.connect();
+      client.on("error", () => {});
+      let locked = false;
+      try {
+        await client.query(`SET lock_timeout = ${waitMs}`);
+        try {
+          await client.query("SELECT pg_advisory_lock($1, hashtext($2))", [WORKSPACE_LOCK_CLASS, workspace]);
+        } catch (cause) {
+          if ((cause as { code?: string }).code === "55P03")
+            throw new AppError(
+              "HOST_OVERLOADED",
+              "another host has been running a tool in this workspace too long",
+              {
+                cause,
+              },
+            );
+          throw cause;
+        }
+        locked = true;
+        return await fn();
+      } finally {
+        if (locked)
+          await client
+            .query("SELECT pg_advisory_unlock($1, hashtext($2))", [WORKSPACE_LOCK_CLASS, workspace])
+            .then(
+              () => client.release(),
+              // An unlock that failed: the connection goes, and the lock with it.
+              (err: Error) => client.release(err),
+            );
+        else client.release();
+      }
+    },
+    close: () => pool.end(),
+  };
+}
