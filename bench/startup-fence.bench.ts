@@ -133,7 +133,12 @@ async function main() {
     console.log(line(`${INFLIGHT} sessions in flight (${fenced} rows fenced)`, stats(loaded)));
     if (last)
       console.log(
-        `last loaded run: ${JSON.stringify({ ...last, fencedProposalIds: last.fencedProposalIds.length })}`,
+        `last loaded run: ${JSON.stringify({
+          ...last,
+          fencedProposalIds: last.fencedProposalIds.length,
+          endedTurns: last.endedTurns.length,
+          deniedPermissions: last.deniedPermissions.length,
+        })}`,
       );
   } finally {
     await nc.close();

@@ -19,20 +19,21 @@ export function createWorkspaceAdvisoryLocks(
   connectionString: string,
   opts: { max?: number; waitMs?: number } = {},
 ): WorkspaceAdvisoryLocks {
+  const waitMs = Math.max(1, Math.floor(opts.waitMs ?? 330_000));
   const pool = new pg.Pool({
     connectionString,
     max: opts.max ?? 16,
     application_name: "pi-host workspace locks",
+    // Set once per connection, so holding a lock costs two round trips (lock, unlock).
+    options: `-c lock_timeout=${waitMs}`,
   });
   pool.on("error", () => {});
-  const waitMs = Math.max(1, Math.floor(opts.waitMs ?? 330_000));
   return {
     async hold(workspace, fn) {
       const client = await pool.connect();
       client.on("error", () => {});
       let locked = false;
       try {
-        await client.query(`SET lock_timeout = ${waitMs}`);
         try {
           await client.query("SELECT pg_advisory_lock($1, hashtext($2))", [WORKSPACE_LOCK_CLASS, workspace]);
         } catch (cause) {
