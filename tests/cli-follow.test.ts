@@ -11,6 +11,7 @@ import type { ProjectView, SessionView } from "../services/protocol/schemas.ts";
 import type { ScriptStep } from "../services/protocol/values.ts";
 import { jsonError, pihost, startPihost } from "./support/cli.ts";
 import { REPO_ROOT } from "./support/processes.ts";
+import { eventually } from "./support/stack.ts";
 import { useStack } from "./support/stack-fixture.ts";
 
 const stack = useStack("cli-follow", { host: true, worker: true });
@@ -181,7 +182,9 @@ describe("no worker, a host restart, a lost connection", () => {
     } finally {
       await stack.startWorker();
     }
-    for (const id of [s.id, s2.id]) await stack.rpc("alice").call("session.abort", { sessionId: id });
+    // The worker's return may still be settling the sessions: an abort may be asked to retry.
+    for (const id of [s.id, s2.id])
+      await eventually(() => stack.rpc("alice").call("session.abort", { sessionId: id }), 15_000);
   });
 
   it("a follower across a host restart prints the fenced end within seconds and exits 4", async () => {

@@ -1,10 +1,25 @@
-// docker-compose.yml against what the processes need and what docs/operations.md documents: the four
-// services, their published ports, every variable they are given documented, and the host's
-// required settings pointing at the compose services.
-import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
+// docker-compose.yml against the compose specification's JSON schema, what the processes need and
+// what docs/operations.md documents: three hosts and two workers on the generated NATS configuration
+// of infra/team.compose.yaml, their published ports, every variable they are given documented, and
+// each process's required settings pointing at the compose services.
+import { execFileSync } from "node:child_process";
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from "node:fs";
+import { createRequire } from "node:module";
+import os from "node:os";
 import path from "node:path";
+import { Ajv } from "ajv";
 import { describe, expect, it } from "vitest";
 import { parse } from "yaml";
+import { generateNatsConfig, hostRpcUser, natsUsers, parseTeam } from "../services/cli/nats-config.ts";
 import { REPO_ROOT } from "./support/processes.ts";
 
 interface ComposeService {
@@ -18,9 +33,40 @@ interface ComposeService {
   user?: string;
 }
 
-const compose = parse(readFileSync(path.join(REPO_ROOT, "docker-compose.yml"), "utf8")) as {
-  services: Record<string, ComposeService>;
+const HOSTS = ["host1", "host2", "host3"];
+const WORKERS = ["worker1", "worker2"];
+const composeText = readFileSync(path.join(REPO_ROOT, "docker-compose.yml"), "utf8");
+/** The file as compose reads it: YAML merge keys (`<<: *host`) resolved, nothing interpolated. */
+const raw = parse(composeText, { merge: true }) as Record<string, unknown>;
+const team = parseTeam(readFileSync(path.join(REPO_ROOT, "infra/team.compose.yaml"), "utf8"));
+const secrets = generateNatsConfig(team, { bcryptCost: 4 }).secrets;
+
+/** The variable docs/operations.md's generator writes into .compose/compose.env for a NATS user. */
+const passwordVariable = (user: string) => `PI_NATS_PASSWORD_${user.toUpperCase().replaceAll("-", "_")}`;
+/** .compose/compose.env as the documented steps write it for these secrets. */
+const envFile: Record<string, string> = {
+  PI_POSTGRES_PASSWORD: "0123456789abcdef0123456789abcdef0123456789abcdef",
+  ...Object.fromEntries(Object.entries(secrets.users).map(([u, p]) => [passwordVariable(u), p])),
 };
+const REFERENCE = /\$\{([A-Za-z_][A-Za-z0-9_]*)(?::?[?-][^}]*)?\}/g;
+
+/** Compose's interpolation of `${NAME}`, `${NAME:?message}` and `${NAME:-default}`; unset `:?` throws. */
+function interpolate(value: unknown, vars: Record<string, string>): unknown {
+  if (typeof value === "string")
+    return value.replace(REFERENCE, (ref, name: string) => {
+      const v = vars[name];
+      if (v !== undefined && v !== "") return v;
+      const m = /^\$\{[^:?-]+:?([?-])(.*)\}$/.exec(ref);
+      if (m?.[1] === "?") throw new Error(`${name}: ${m[2]}`);
+      return m?.[1] === "-" ? (m[2] ?? "") : "";
+    });
+  if (Array.isArray(value)) return value.map((v) => interpolate(v, vars));
+  if (value && typeof value === "object")
+    return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, interpolate(v, vars)]));
+  return value;
+}
+
+const compose = interpolate(raw, envFile) as { services: Record<string, ComposeService> };
 const operations = readFileSync(path.join(REPO_ROOT, "docs/operations.md"), "utf8");
 
 function service(name: string): ComposeService {
@@ -77,21 +123,119 @@ function sourceFiles(dir: string): string[] {
   return out;
 }
 
-describe("docker-compose.yml", () => {
-  it("defines postgres, nats, host and agent", () => {
-    expect(Object.keys(compose.services)).toEqual(
-      expect.arrayContaining(["postgres", "nats", "host", "agent"]),
+/**
+ * The official compose-spec.json (draft-07), as shipped unchanged in the dclint package. Its
+ * `$schema` spells draft-07's id as `https://...schema` without `#`, which Ajv does not know by that
+ * name: it is checked, then dropped, so Ajv compiles it as the draft-07 it is (its default draft).
+ */
+function composeSchema(): Record<string, unknown> {
+  const pkg = createRequire(import.meta.url).resolve("dclint/package.json");
+  const schema = JSON.parse(
+    readFileSync(path.join(path.dirname(pkg), "schemas/compose.schema.json"), "utf8"),
+  );
+  expect(schema.$schema).toMatch(/^https?:\/\/json-schema\.org\/draft-07\/schema#?$/);
+  const { $schema: _draft, ...rest } = schema;
+  return rest;
+}
+
+describe("docker-compose.yml against the compose specification", () => {
+  // strictSchema: an unknown keyword or format in the schema fails here instead of being ignored;
+  // strictTypes and strictTuples are lints of how a schema is written (compose-spec.json's style).
+  const validate = new Ajv({
+    allErrors: true,
+    strictSchema: true,
+    strictTypes: false,
+    strictTuples: false,
+  }).compile(composeSchema());
+
+  it("is valid against the compose specification's JSON schema, as written and as interpolated", () => {
+    expect((composeSchema() as { $id?: string }).$id).toBe("compose_spec.json");
+    for (const doc of [raw, compose]) {
+      validate(doc);
+      expect(validate.errors ?? []).toEqual([]);
+    }
+  });
+
+  it("the schema is not vacuous: it refuses a misspelt key, a bad port list and a bad dependency", () => {
+    const host1 = (compose.services.host1 ?? {}) as Record<string, unknown>;
+    for (const broken of [
+      { ...compose, services: { ...compose.services, host1: { ...host1, enviroment: {} } } },
+      { ...compose, services: { ...compose.services, host1: { ...host1, ports: "5432" } } },
+      { ...compose, services: { ...compose.services, host1: { ...host1, depends_on: { nats: {} } } } },
+      { ...compose, servics: {} },
+    ])
+      expect(validate(broken)).toBe(false);
+  });
+
+  it("has no top-level name (Debian's compose 1.29 refuses it) and no version", () => {
+    expect(Object.keys(raw)).not.toContain("name");
+    expect(Object.keys(raw)).not.toContain("version");
+  });
+
+  it("refuses to start without the generated passwords: every variable it needs is written by the steps", () => {
+    const needed = new Set([...composeText.matchAll(REFERENCE)].map((m) => m[1]));
+    expect([...needed].sort()).toEqual(
+      Object.keys(envFile)
+        .filter((v) => v !== passwordVariable("alice"))
+        .sort(),
     );
+    for (const ref of composeText.match(REFERENCE) ?? []) expect(ref, "required (:?)").toMatch(/:\?/);
+    expect(() => interpolate(raw, {})).toThrow(/generate \.compose\/compose\.env/);
+    expect(composeText).not.toMatch(/PI_DEV_MODE/);
+  });
+});
+
+describe("the env file steps of docs/operations.md", () => {
+  /** The documented `node -e '...'` step, run as written in a folder holding .compose/secrets.json. */
+  function runDocumentedStep(dir: string): Record<string, string> {
+    const step = /^node -e '\n([\s\S]*?)'$/m.exec(operations)?.[1];
+    expect(step, "the node -e step in docs/operations.md").toBeTruthy();
+    execFileSync(process.execPath, ["-e", String(step)], { cwd: dir });
+    const file = path.join(dir, ".compose/compose.env");
+    expect(statSync(file).mode & 0o777).toBe(0o600);
+    return Object.fromEntries(
+      readFileSync(file, "utf8")
+        .trim()
+        .split("\n")
+        .map((l) => [l.slice(0, l.indexOf("=")), l.slice(l.indexOf("=") + 1)]),
+    );
+  }
+
+  it("write every variable the compose file needs, and keep the Postgres password on a re-run", () => {
+    const dir = mkdtempSync(path.join(os.tmpdir(), "pihost-compose-env-"));
+    try {
+      mkdirSync(path.join(dir, ".compose"));
+      writeFileSync(path.join(dir, ".compose/secrets.json"), JSON.stringify(secrets));
+      const first = runDocumentedStep(dir);
+      expect(first.PI_POSTGRES_PASSWORD).toMatch(/^[0-9a-f]{48}$/);
+      const { PI_POSTGRES_PASSWORD: _pg, ...rest } = first;
+      const { PI_POSTGRES_PASSWORD: _fake, ...expected } = envFile;
+      expect(rest).toEqual(expected);
+      const interpolated = interpolate(raw, first) as { services: Record<string, ComposeService> };
+      expect(envOf(interpolated.services.host2 ?? {}).PI_NATS_RPC_PASSWORD).toBe(secrets.users["host2-rpc"]);
+      expect(runDocumentedStep(dir).PI_POSTGRES_PASSWORD).toBe(first.PI_POSTGRES_PASSWORD);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe("docker-compose.yml", () => {
+  it("defines postgres, nats, three hosts and two workers", () => {
+    expect(Object.keys(compose.services).sort()).toEqual(["nats", "postgres", ...HOSTS, ...WORKERS].sort());
     expect(service("postgres").image).toMatch(/^postgres:16/);
     expect(service("nats").image).toMatch(/^nats:2\.10/);
   });
 
-  it("publishes Postgres on 5432 and NATS on 4222", () => {
+  it("publishes Postgres on 5432 and NATS on 4222, on loopback, and nothing else", () => {
+    expect(service("postgres").ports).toEqual(["127.0.0.1:5432:5432"]);
+    expect(service("nats").ports).toEqual(["127.0.0.1:4222:4222"]);
     expect(publishedPorts(service("postgres"))).toContain(5432);
     expect(publishedPorts(service("nats"))).toContain(4222);
+    for (const name of [...HOSTS, ...WORKERS]) expect(service(name).ports, name).toBeUndefined();
   });
 
-  it("runs NATS with JetStream and the development config from infra/", () => {
+  it("runs NATS with JetStream and the generated config from infra/nats-compose.conf", () => {
     const nats = service("nats");
     const command = Array.isArray(nats.command) ? nats.command : String(nats.command ?? "").split(/\s+/);
     expect(command).toContain("-js");
@@ -100,12 +244,17 @@ describe("docker-compose.yml", () => {
     const mount = (nats.volumes ?? []).find((v) => typeof v === "string" && v.split(":")[1] === configPath);
     expect(mount, `a volume mounting ${configPath}`).toBeTypeOf("string");
     const source = String(mount).split(":")[0] ?? "";
+    expect(path.normalize(source)).toBe("infra/nats-compose.conf");
     expect(existsSync(path.join(REPO_ROOT, source))).toBe(true);
-    expect(readFileSync(path.join(REPO_ROOT, source), "utf8")).toMatch(/max_payload:\s*8MB/);
+    const conf = readFileSync(path.join(REPO_ROOT, source), "utf8");
+    expect(conf).toMatch(/max_payload:\s*8MB/);
+    expect(conf).toMatch(/^# Generated by `pihost nats-config/);
+    expect(conf).toContain(`store_dir: "${team.jetstream.storeDir}"`);
+    expect((nats.volumes ?? []).some((v) => v === `natsdata:${team.jetstream.storeDir}`)).toBe(true);
   });
 
-  it("builds host and agent from the root Dockerfile", () => {
-    for (const name of ["host", "agent"]) {
+  it("builds hosts and workers from the root Dockerfile", () => {
+    for (const name of [...HOSTS, ...WORKERS]) {
       const build = service(name).build;
       const context = typeof build === "string" ? build : build?.context;
       expect(context, `${name} build context`).toBe(".");
@@ -113,49 +262,107 @@ describe("docker-compose.yml", () => {
     const dockerfile = readFileSync(path.join(REPO_ROOT, "Dockerfile"), "utf8");
     expect(dockerfile).toMatch(/^FROM node:20-bookworm-slim/m);
     expect(dockerfile).toMatch(/npm ci/);
-    expect(String(service("host").command)).toMatch(/services\/host\/main\.ts/);
-    expect(String(service("agent").command)).toMatch(/services\/agent\/main\.ts/);
+    for (const name of HOSTS) expect(String(service(name).command)).toMatch(/services\/host\/main\.ts/);
+    for (const name of WORKERS) {
+      expect(String(service(name).command)).toMatch(/services\/agent\/main\.ts/);
+      expect(service(name).user).toBe("node");
+    }
   });
 
-  it("gives the host everything it requires", () => {
-    const env = envOf(service("host"));
-    expect(env.DATABASE_URL).toBeTruthy();
-    expect(env.NATS_URL).toBeTruthy();
-    expect(env.PI_WORKSPACE_ROOTS).toBeTruthy();
-    expect(env.PI_DEV_MODE === "1" || Boolean(env.NATS_USER)).toBe(true);
-    expect(dependsOn(service("host"))).toEqual(expect.arrayContaining(["postgres", "nats"]));
-    expect(dependsOn(service("agent"))).toContain("nats");
+  it("gives every host what it requires, with its own PI_HOST_ID and data volume, one shared workspace", () => {
+    const ids = new Set<string>();
+    const data = new Set<string>();
+    for (const name of HOSTS) {
+      const env = envOf(service(name));
+      expect(env.DATABASE_URL).toBeTruthy();
+      expect(env.NATS_URL).toBeTruthy();
+      expect(env.PI_WORKSPACE_ROOTS).toBe("/workspaces");
+      expect(env.PI_DEV_MODE).toBeUndefined();
+      expect(env.PI_HOST_ID).toBe(name);
+      ids.add(String(env.PI_HOST_ID));
+      const volumes = (service(name).volumes ?? []).map(String);
+      expect(volumes).toContain("workspaces:/workspaces");
+      const dataVolume = volumes.find((v) => v.endsWith(`:${env.PI_DATA_DIR}`));
+      expect(dataVolume, `${name} data volume`).toBeTruthy();
+      data.add(String(dataVolume));
+      expect(dependsOn(service(name))).toEqual(expect.arrayContaining(["postgres", "nats"]));
+    }
+    expect(ids.size).toBe(HOSTS.length);
+    expect(data.size).toBe(HOSTS.length);
+    for (const name of WORKERS) expect(dependsOn(service(name))).toContain("nats");
   });
 
   it("points NATS_URL at the nats service and DATABASE_URL at the postgres service", () => {
     const pgEnv = envOf(service("postgres"));
-    for (const name of ["host", "agent"]) {
+    expect(pgEnv.POSTGRES_PASSWORD).toBe(envFile.PI_POSTGRES_PASSWORD);
+    for (const name of [...HOSTS, ...WORKERS]) {
       const env = envOf(service(name));
       const nats = new URL(String(env.NATS_URL));
       expect(nats.protocol).toBe("nats:");
       expect(nats.hostname).toBe("nats");
       expect(nats.port === "" || nats.port === "4222").toBe(true);
+      expect(env.PI_PREFIX).toBe(team.prefix);
       if (env.DATABASE_URL) {
         const db = new URL(env.DATABASE_URL);
         expect(db.hostname).toBe("postgres");
         expect(db.port === "" || db.port === "5432").toBe(true);
         expect(db.pathname).toBe(`/${pgEnv.POSTGRES_DB ?? "postgres"}`);
-        if (pgEnv.POSTGRES_PASSWORD) expect(decodeURIComponent(db.password)).toBe(pgEnv.POSTGRES_PASSWORD);
+        expect(decodeURIComponent(db.password)).toBe(pgEnv.POSTGRES_PASSWORD);
       }
     }
   });
 
   it("keeps workers away from the database (DESIGN section 2)", () => {
-    expect(envOf(service("agent")).DATABASE_URL).toBeUndefined();
+    for (const name of WORKERS) expect(envOf(service(name)).DATABASE_URL, name).toBeUndefined();
   });
 
-  it("documents every variable the host and agent are given in docs/operations.md", () => {
+  it("documents every variable the hosts and workers are given in docs/operations.md", () => {
     const documented = documentedVariables();
-    for (const name of ["host", "agent"]) {
+    for (const name of [...HOSTS, ...WORKERS]) {
       for (const variable of Object.keys(envOf(service(name)))) {
         expect(documented.has(variable), `${variable} (${name}) in docs/operations.md`).toBe(true);
       }
     }
+  });
+});
+
+describe("docker-compose.yml on the generated NATS configuration", () => {
+  it("infra/team.compose.yaml has the three hosts, two workers and a person", () => {
+    expect(team.hosts).toEqual(HOSTS);
+    expect(team.workers).toEqual(WORKERS);
+    expect(team.people.length).toBeGreaterThan(0);
+  });
+
+  it("each host connects as its two users and each worker as its own, with the generated password", () => {
+    const teamUsers = new Set(natsUsers(team).map((u) => u.name));
+    for (const name of HOSTS) {
+      const env = envOf(service(name));
+      expect(env.NATS_USER).toBe(name);
+      expect(env.PI_NATS_RPC_USER).toBe(hostRpcUser(name));
+      expect(teamUsers.has(String(env.NATS_USER)) && teamUsers.has(String(env.PI_NATS_RPC_USER))).toBe(true);
+      expect(env.NATS_PASSWORD).toBe(secrets.users[name]);
+      expect(env.PI_NATS_RPC_PASSWORD).toBe(secrets.users[hostRpcUser(name)]);
+    }
+    for (const name of WORKERS) {
+      const env = envOf(service(name));
+      expect(env.NATS_USER).toBe(name);
+      expect(env.PI_WORKER_ID).toBeUndefined();
+      expect(env.NATS_PASSWORD).toBe(secrets.users[name]);
+    }
+    const used = [...HOSTS, ...WORKERS].flatMap((name) => {
+      const env = envOf(service(name));
+      return [env.NATS_USER, env.PI_NATS_RPC_USER].filter(Boolean);
+    });
+    expect(new Set(used).size).toBe(used.length);
+  });
+
+  it("the settings admins are people of the team", () => {
+    const people = new Set(team.people.map((p) => p.name));
+    for (const name of HOSTS)
+      for (const admin of String(envOf(service(name)).PI_SETTINGS_ADMINS ?? "")
+        .split(",")
+        .filter(Boolean))
+        expect(people.has(admin), admin).toBe(true);
   });
 });
 

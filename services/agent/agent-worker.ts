@@ -1,9 +1,9 @@
 // The worker's side of turn dispatch: takes offers from the worker queue group, claims up to its
 // concurrency, runs each claimed turn once, and on stop aborts and drains what it runs.
-import type { NatsConnection, Subscription } from "@nats-io/nats-core";
+import type { MsgHdrs, NatsConnection, Subscription } from "@nats-io/nats-core";
 import { isAppError } from "../protocol/app-error.ts";
-import { errorFields, type Logger } from "../protocol/log.ts";
-import { agentClient } from "../protocol/rpc-client.ts";
+import { currentRequestId, errorFields, type Logger, newRequestId, withRequestId } from "../protocol/log.ts";
+import { acceptRequestId, agentClient, REQUEST_ID_HEADER } from "../protocol/rpc-client.ts";
 import { decodeJson } from "../protocol/envelope.ts";
 import { decodeParams, type TurnAssignment, TurnOffer } from "../protocol/schemas.ts";
 import { agentSubject, PROTOCOL_VERSION, WORKER_QUEUE } from "../protocol/subjects.ts";
@@ -33,8 +33,19 @@ const REMEMBERED_TURNS = 10_000;
 
 export function createAgentWorker(opts: AgentWorkerOptions) {
   const { nc, prefix, workerId, log } = opts;
-  const client = agentClient({ nc, prefix, timeoutMs: opts.callTimeoutMs ?? 30_000 });
-  const toolClient = agentClient({ nc, prefix, timeoutMs: opts.toolTimeoutMs ?? 15 * 60_000 });
+  // Every call a turn makes carries the turn's request id (the offer's: the prompt's), as do its log lines.
+  const client = agentClient({
+    nc,
+    prefix,
+    timeoutMs: opts.callTimeoutMs ?? 30_000,
+    requestId: currentRequestId,
+  });
+  const toolClient = agentClient({
+    nc,
+    prefix,
+    timeoutMs: opts.toolTimeoutMs ?? 15 * 60_000,
+    requestId: currentRequestId,
+  });
   const running = new Map<string, RunningTurn>();
   const claiming = new Map<string, Promise<void>>();
   const taken = new Set<string>();
@@ -60,7 +71,7 @@ export function createAgentWorker(opts: AgentWorkerOptions) {
   let helloTimer: NodeJS.Timeout | undefined;
   let rollcallSub: Subscription | undefined;
 
-  function onOffer(data: Uint8Array): void {
+  function onOffer(data: Uint8Array, offerHeaders: MsgHdrs | undefined): void {
     if (stopping) return;
     let offer: TurnOffer;
     try {
@@ -73,7 +84,11 @@ export function createAgentWorker(opts: AgentWorkerOptions) {
     // A model this worker cannot run is left to a worker that can (it is offered again).
     if (!serves(offer.model)) return;
     if (running.size + claiming.size >= opts.concurrency) return;
-    const claim = claimTurn(offer).finally(() => claiming.delete(offer.turnId));
+    // The turn's work (claim, run, every call and log line) goes on under the offer's request id.
+    const requestId = acceptRequestId(offerHeaders?.get(REQUEST_ID_HEADER)) ?? newRequestId();
+    const claim = withRequestId(requestId, () => claimTurn(offer)).finally(() =>
+      claiming.delete(offer.turnId),
+    );
     claiming.set(offer.turnId, claim);
   }
 
@@ -115,7 +130,7 @@ export function createAgentWorker(opts: AgentWorkerOptions) {
         queue: WORKER_QUEUE,
         callback: (err, msg) => {
           if (err) log.warn("worker.offer_subscription_error", errorFields(err));
-          else onOffer(msg.data);
+          else onOffer(msg.data, msg.headers);
         },
       });
       // A host that starts asks every worker to say hello again (models.list).

@@ -124,8 +124,11 @@ function feedSubscription(
   };
 }
 
-/** Connects once per command; a server that cannot be reached is NATS_UNAVAILABLE (local to the CLI). */
-export async function connectBus(config: CliConfig): Promise<CliBus> {
+/**
+ * Connects once per command; a server that cannot be reached is NATS_UNAVAILABLE (local to the CLI).
+ * `requestId` (`--request-id`) goes with every request of the command as its `Pi-Request-Id`.
+ */
+export async function connectBus(config: CliConfig & { requestId?: string }): Promise<CliBus> {
   let nc: NatsConnection;
   try {
     nc = await connect({
@@ -144,7 +147,12 @@ export async function connectBus(config: CliConfig): Promise<CliBus> {
       },
     );
   }
-  const rpc = rpcClient({ nc, prefix: config.prefix, principal: config.principal });
+  const rpc = rpcClient({
+    nc,
+    prefix: config.prefix,
+    principal: config.principal,
+    ...(config.requestId !== undefined ? { requestId: config.requestId } : {}),
+  });
   return {
     call: rpc.call,
     async subscribe(sessionId) {

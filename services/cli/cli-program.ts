@@ -5,8 +5,10 @@ import { readFileSync } from "node:fs";
 import path from "node:path";
 import { Command, CommanderError } from "commander";
 import { AppError } from "../protocol/app-error.ts";
+import { acceptRequestId, requestIdOfError } from "../protocol/rpc-client.ts";
 import { PROTOCOL_VERSION } from "../protocol/subjects.ts";
 import { CliError, UsageError } from "./cli-error.ts";
+import type { CliConfig } from "./cli-config.ts";
 import { bus, type CliDeps, isJson, out, outJson, type Run } from "./cli-run.ts";
 import { EXIT, EXIT_CODES_HELP } from "./exit-codes.ts";
 import { addCompletionCommand } from "./commands/completion.ts";
@@ -34,6 +36,10 @@ function buildProgram(run: Run): Command {
     .description("pi-host command line: projects, sessions, prompts and plan approvals over NATS")
     .version(`pihost ${VERSION} (protocol ${PROTOCOL_VERSION})`, "-V, --version")
     .option("--json", "print raw result JSON (and one JSON event per line when following a turn)")
+    .option(
+      "--request-id <id>",
+      "send this id with every request (1-64 of [A-Za-z0-9_-]); the host's logs and replies carry it",
+    )
     .exitOverride()
     .configureOutput({
       writeOut: (s) => run.deps.stdout(s),
@@ -86,7 +92,7 @@ function exitFor(err: unknown): number {
  * Writes `error CODE: message` for any failure (with --json: one JSON object
  * `{"error": {code, message, retriable, details?}}` on stderr) and returns the exit code; only here.
  */
-function reportError(run: Run, err: unknown, json: boolean): number {
+function reportError(run: Run, err: unknown, json: boolean, requestId: string | undefined): number {
   if (err instanceof CommanderError) {
     // Commander already printed its message (through outputError); help/version exit 0.
     return err.exitCode === 0 ? EXIT.OK : EXIT.USAGE;
@@ -101,7 +107,13 @@ function reportError(run: Run, err: unknown, json: boolean): number {
     run.deps.stderr(`${JSON.stringify({ error: e })}\n`);
     return exitFor(err);
   }
-  if (err instanceof UsageError || err instanceof AppError || err instanceof CliError) {
+  if (err instanceof AppError) {
+    // The id the host replied with (or, no reply, the one sent), to find the request's log lines.
+    const id = requestIdOfError(err) ?? requestId;
+    run.deps.stderr(`error ${err.code}: ${err.message}${id !== undefined ? ` (request ${id})` : ""}\n`);
+    return exitFor(err);
+  }
+  if (err instanceof UsageError || err instanceof CliError) {
     run.deps.stderr(`error ${err.code}: ${err.message}\n`);
     return exitFor(err);
   }
@@ -111,12 +123,29 @@ function reportError(run: Run, err: unknown, json: boolean): number {
 
 /** Runs one command line (user arguments only, without node and script) and returns its exit code. */
 export async function runCli(args: string[], deps: CliDeps): Promise<number> {
-  const run: Run = { deps, exitCode: 0, bus: null, json: args.includes("--json") };
+  // --request-id, read once commander has parsed the global options (before any command's action).
+  let requestId: string | undefined;
+  const connect = (config: CliConfig) => {
+    const withId: CliConfig & { requestId?: string } = {
+      ...config,
+      ...(requestId !== undefined ? { requestId } : {}),
+    };
+    return deps.connect(withId);
+  };
+  const run: Run = { deps: { ...deps, connect }, exitCode: 0, bus: null, json: args.includes("--json") };
   try {
-    await buildProgram(run).parseAsync(args, { from: "user" });
+    const program = buildProgram(run);
+    program.hook("preAction", () => {
+      const given = program.opts<{ requestId?: string }>().requestId;
+      if (given === undefined) return;
+      if (acceptRequestId(given) === null)
+        throw new UsageError(`--request-id must be 1 to 64 of [A-Za-z0-9_-], got ${JSON.stringify(given)}`);
+      requestId = given;
+    });
+    await program.parseAsync(args, { from: "user" });
     return run.exitCode;
   } catch (err) {
-    return reportError(run, err, run.json);
+    return reportError(run, err, run.json, requestId);
   } finally {
     await run.bus?.close().catch(() => {});
   }

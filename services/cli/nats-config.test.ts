@@ -613,3 +613,17 @@ describe("infra/nats-team.example.conf", () => {
     expect(noHashes(kept)).toBe(noHashes(fresh));
   });
 });
+
+describe("infra/nats-compose.conf", () => {
+  it("is what the command writes for infra/team.compose.yaml, password hashes aside", async () => {
+    const root = path.resolve(import.meta.dirname, "../..");
+    const team = parseTeam(await readFile(path.join(root, "infra/team.compose.yaml"), "utf8"));
+    expect(team.hosts).toEqual(["host1", "host2", "host3"]);
+    const fresh = generateNatsConfig(team, { bcryptCost: 4 }).config;
+    const kept = await readFile(path.join(root, "infra/nats-compose.conf"), "utf8");
+    const noHashes = (conf: string) =>
+      conf.replace(/password: "\$2[aby]\$\d\d\$[^"]+"/g, 'password: "<hash>"');
+    expect(noHashes(kept)).toBe(noHashes(fresh));
+    expect(await serverAccepts(kept)).toMatch(/is valid/);
+  });
+});

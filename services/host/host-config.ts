@@ -13,6 +13,7 @@ import {
 } from "./store/workspace-grants.ts";
 import { type ToolRunnerConfig, toolRunnerConfigFromEnv } from "./tools/tool-runner.ts";
 import { parseDefaultModel } from "./sessions/model-choice.ts";
+import { formatListenAddress, parseListenAddress } from "./http-listener.ts";
 
 export interface HostConfig {
   /** DATABASE_URL, else the local default; the host never starts a database (that is `npm start`). */
@@ -73,6 +74,10 @@ export interface HostConfig {
    * use through POSIX ACLs (tools/workspace-access.ts); off, such a workspace is WORKSPACE_NOT_USABLE.
    */
   sandboxGrantAcl: boolean;
+  /** PI_HTTP_LISTEN: the health and metrics listener (`host:port`), null when `off`. */
+  httpListen: { host: string; port: number } | null;
+  /** PI_HTTP_BLOCK: the other hosts' listeners (`host:port`, comma-separated), blocked to previews. */
+  httpBlock: string[];
 }
 
 /** An on/off variable: 1/true/on, 0/false/off or unset; anything else refuses to start. */
@@ -152,7 +157,20 @@ export function readHostConfig(env: NodeJS.ProcessEnv = process.env): HostConfig
       .filter(Boolean),
     tools: toolRunnerConfigFromEnv(env),
     sandboxGrantAcl: flagEnv(env, "PI_SANDBOX_GRANT_ACL"),
+    httpListen: httpListenOf(env),
+    httpBlock: (env.PI_HTTP_BLOCK || "")
+      .split(",")
+      .map((s) => s.trim())
+      .filter(Boolean)
+      .map((a) => formatListenAddress(parseListenAddress(a))),
   };
+}
+
+/** The health and metrics listener: loopback by default, `off` disables it, a bad address refuses. */
+function httpListenOf(env: NodeJS.ProcessEnv): { host: string; port: number } | null {
+  const v = (env.PI_HTTP_LISTEN ?? "").trim();
+  if (v.toLowerCase() === "off") return null;
+  return parseListenAddress(v || "127.0.0.1:9464");
 }
 
 /** PI_HOST_ID (one subject token: it names the host's forward subject), else from the host name. */

@@ -54,6 +54,16 @@ import { createToolRunner } from "./tools/tool-runner.ts";
 import { createToolAborts } from "./tools/tool-aborts.ts";
 import { createToolAdmission } from "./tools/tool-admission.ts";
 import { createTurnDispatcher } from "./sessions/turn-dispatcher.ts";
+import { createHostMetrics } from "./metrics.ts";
+import {
+  formatListenAddress,
+  type HttpListener,
+  notReady,
+  type Readiness,
+  startHttpListener,
+  within,
+} from "./http-listener.ts";
+import { countLeasesOwned, otherHostListeners } from "./store/startup-fence.ts";
 
 const log = createLogger("host");
 /** How long a drain waits for the requests in flight at SIGTERM before it ends them (HOST_SHUTTING_DOWN). */
@@ -150,7 +160,12 @@ async function main(): Promise<void> {
     clock,
     hostId: config.hostId,
     log,
-    info: { pid: process.pid, version: pkg.version },
+    // The health and metrics listener is written here, so other hosts' previews block it too.
+    info: {
+      pid: process.pid,
+      version: pkg.version,
+      ...(config.httpListen ? { http: formatListenAddress(config.httpListen) } : {}),
+    },
   });
   await fenceDb.end();
   // The writer announces the first write the fence refused; the host subscribes below, once serving.
@@ -166,6 +181,12 @@ async function main(): Promise<void> {
       idleInTransactionMs: Math.max(500, Math.floor(liveness.leaseMs / 2)),
     },
   });
+  // The host's own Prometheus registry (metrics.ts); the fence above is its first count.
+  const metrics = createHostMetrics({
+    hostId: config.hostId,
+    leasesOwned: () => countLeasesOwned(db, config.hostId),
+  });
+  metrics.fence();
   await ensureEventStream(nc, config.prefix, config.streamName, config.streamMaxBytes);
 
   const sessions = createSessionStore({ db, clock });
@@ -222,6 +243,7 @@ async function main(): Promise<void> {
         lockTimeoutMs: liveness.leaseMs,
         log,
       });
+      if (taken) metrics.takeover();
       if (taken) await announceEndedWork({ db, sessions, plans, events, log }, taken);
     },
     // Its next write is refused anyway (HOST_FENCED, then the exit); one that never comes must not
@@ -248,6 +270,12 @@ async function main(): Promise<void> {
   const runner = createToolRunner({
     ...config.tools,
     crossHostLock: (workspace, fn) => workspaceLocks.hold(workspace, fn),
+    // Every pi-host listener: this host's, PI_HTTP_BLOCK, and what the other hosts' rows record.
+    previewBlocked: async () => [
+      ...(config.httpListen ? [formatListenAddress(config.httpListen)] : []),
+      ...config.httpBlock,
+      ...(await otherHostListeners(db, config.hostId)),
+    ],
   });
   const supervisor = createSessionSupervisor({
     instructions: createProjectInstructions({ runner }),
@@ -263,6 +291,7 @@ async function main(): Promise<void> {
     dispatcher,
     events,
     log,
+    onActorRestart: () => metrics.actorRestart(),
     leaseMs: config.leaseMs,
     heartbeatMs: config.heartbeatMs,
     maxRestarts: config.actorMaxRestarts,
@@ -300,6 +329,8 @@ async function main(): Promise<void> {
       : { message: "no PI_DEFAULT_MODEL: a session must name its model ({provider, model})" }),
   });
   const workers = createWorkerRegistry({ clock, isLeased: dispatcher.isLeased });
+  // What /readyz checks, once the drain gate exists (below); host.status reports the same list.
+  let readinessChecks: Readiness | null = null;
   const hooks = wireTestHooks(
     config,
     {
@@ -313,6 +344,7 @@ async function main(): Promise<void> {
         projects,
         settingsAdmins: config.settingsAdmins,
         natsReachable: () => natsUp && !nc.isClosed(),
+        readiness: () => (readinessChecks ? notReady(readinessChecks) : Promise.resolve(["starting"])),
         maxPageBytes: Math.floor((maxPayload / 2) * 0.75),
         models: modelChoice,
         workers,
@@ -374,10 +406,38 @@ async function main(): Promise<void> {
       maxConcurrent: config.toolsMaxConcurrent,
       maxPerSession: config.toolsMaxPerSession,
     }),
+    metrics,
   });
 
   let stopping = false;
   const drain = createDrainGate();
+  // The health, readiness and metrics listener (PI_HTTP_LISTEN), from the fence on; ready once serving.
+  let serving = false;
+  // A listener that cannot bind (the port is taken) is said loudly, and the host serves the bus anyway:
+  // probes of /healthz then fail, which is what an operator sees.
+  readinessChecks = {
+    database: () => within(1_000, () => db.query("SELECT 1").then(() => true)),
+    nats: () => natsUp && !nc.isClosed() && !rpcNc.isClosed(),
+    serving: () => serving,
+    draining: () => drain.draining,
+  };
+  const httpListen = config.httpListen;
+  const http: HttpListener | null = httpListen
+    ? await startHttpListener({
+        listen: httpListen,
+        readiness: readinessChecks,
+        scrape: () => metrics.scrape(),
+        onError: (err) => log.warn("host.http_failed", errorFields(err)),
+      }).catch((err) => {
+        log.error("host.http_unavailable", {
+          address: formatListenAddress(httpListen),
+          ...errorFields(err),
+          message: "the health and metrics listener did not start (PI_HTTP_LISTEN); the bus is served",
+        });
+        return null;
+      })
+    : null;
+  if (http) log.info("host.http_listening", { address: formatListenAddress(http.address) });
   const service = await startHostBus({
     nc: rpcNc,
     prefix: config.prefix,
@@ -385,6 +445,7 @@ async function main(): Promise<void> {
     version: pkg.version,
     log,
     drain,
+    metrics,
     // Several hosts: a request for a session another host owns is forwarded to it once (forward.ts).
     forwarding: createForwarding({
       nc: rpcNc,
@@ -398,7 +459,7 @@ async function main(): Promise<void> {
       },
     }),
     // A reply waits until the events its request raised are stored and published.
-    client: afterEvents(events, hooks.client),
+    client: afterEvents(events, countApprovals(hooks.client, metrics.approval)),
     agent: afterEvents(
       events,
       createAgentApi({
@@ -465,6 +526,7 @@ async function main(): Promise<void> {
   await rpcNc.flush();
   // Every worker says hello again (what it serves: models.list) now that this host listens.
   nc.publish(agentSubject(config.prefix, "rollcall"));
+  serving = true;
   log.info("host.ready", {
     hostId: config.hostId,
     prefix: config.prefix,
@@ -508,6 +570,7 @@ async function main(): Promise<void> {
     await drain.idle(500);
     log.info("host.drained", { drainedInGrace: drained, inFlight: drain.inFlight() });
     await service.stop().catch(() => {});
+    await http?.close().catch(() => {});
     await runner.close().catch(() => {});
     await workspaceLocks.close().catch(() => {});
     await events.flush().catch(() => {});
@@ -531,6 +594,36 @@ async function main(): Promise<void> {
   });
   process.on("SIGTERM", () => void shutdown("SIGTERM"));
   process.on("SIGINT", () => void shutdown("SIGINT"));
+}
+
+/** plans.resolve outcomes (the approvals metric): the action when it succeeds, else the refusal's code. */
+function countApprovals<T extends Record<string, (principal: string, params: unknown) => Promise<unknown>>>(
+  client: T,
+  approval: (outcome: string) => void,
+): T {
+  const resolve = client["plans.resolve"];
+  if (!resolve) return client;
+  const outcomeOf = (value: unknown, params: unknown): string => {
+    const v = value as { ok?: unknown; refusal?: { code?: unknown } } | null;
+    if (v?.ok === false && typeof v.refusal?.code === "string") return v.refusal.code;
+    const action = (params as { action?: unknown } | null)?.action;
+    return action === "approve" || action === "reject" ? action : "unknown";
+  };
+  return {
+    ...client,
+    "plans.resolve": (principal: string, params: unknown) =>
+      resolve(principal, params).then(
+        (value) => {
+          approval(outcomeOf(value, params));
+          return value;
+        },
+        (err) => {
+          const code = (err as { code?: unknown })?.code;
+          approval(typeof code === "string" ? code : "INTERNAL");
+          throw err;
+        },
+      ),
+  };
 }
 
 main().catch((err) => {

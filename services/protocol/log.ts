@@ -1,5 +1,8 @@
 // Structured logs: one JSON object per line on stdout. Tests wait for `event` fields (host.ready,
-// worker.ready), so event names are part of the operational contract (docs/operations.md).
+// worker.ready), so event names are part of the operational contract (docs/operations.md). A line
+// written while a request is handled carries that request's id (`requestId`, docs/protocol.md).
+import { AsyncLocalStorage } from "node:async_hooks";
+import { randomBytes } from "node:crypto";
 
 export interface Logger {
   info(event: string, fields?: Record<string, unknown>): void;
@@ -7,12 +10,33 @@ export interface Logger {
   error(event: string, fields?: Record<string, unknown>): void;
 }
 
+const requestContext = new AsyncLocalStorage<{ requestId: string }>();
+
+/** A fresh request id (`req_` and 16 random bytes, base64url). */
+export function newRequestId(): string {
+  return `rid_${randomBytes(16).toString("base64url")}`;
+}
+
+/** Runs `work` (and everything it starts) as the request `requestId`: its log lines carry the id. */
+export function withRequestId<T>(requestId: string, work: () => T): T {
+  return requestContext.run({ requestId }, work);
+}
+
+/** The id of the request being handled here and now, or undefined outside any. */
+export function currentRequestId(): string | undefined {
+  return requestContext.getStore()?.requestId;
+}
+
 export function createLogger(
   service: string,
   write: (line: string) => void = (l) => process.stdout.write(l),
 ): Logger {
   const emit = (level: string, event: string, fields?: Record<string, unknown>) => {
-    write(`${JSON.stringify({ t: new Date().toISOString(), level, service, event, ...fields })}\n`);
+    const requestId = currentRequestId();
+    const context = requestId === undefined ? {} : { requestId };
+    write(
+      `${JSON.stringify({ t: new Date().toISOString(), level, service, event, ...context, ...fields })}\n`,
+    );
   };
   return {
     info: (e, f) => emit("info", e, f),

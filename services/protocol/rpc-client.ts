@@ -1,6 +1,6 @@
 // A small request/reply client over the bus contract, shared by the CLI, the agent worker and tests.
 // rpcClient/agentClient are typed by the METHODS table; createRpcClient/createAgentClient stay loose for tests.
-import type { NatsConnection } from "@nats-io/nats-core";
+import { headers, type NatsConnection } from "@nats-io/nats-core";
 import type { AgentHello } from "./agent-schemas.ts";
 import { AppError } from "./app-error.ts";
 import { encodeJson, unwrapReply } from "./envelope.ts";
@@ -11,16 +11,46 @@ export interface RpcClientOptions {
   nc: NatsConnection;
   prefix: string;
   timeoutMs?: number;
+  /** Sent as the `Pi-Request-Id` header: one id, or (the worker) the id of the work under way, if any. */
+  requestId?: string | (() => string | undefined);
+}
+
+/** The header a request id travels in: requests, their replies, turn offers, plugin calls. */
+export const REQUEST_ID_HEADER = "Pi-Request-Id";
+/** What a caller's request id may be; the host replaces anything else by one it makes. */
+export const REQUEST_ID_PATTERN = /^[A-Za-z0-9_-]{1,64}$/;
+
+/** The id a caller passed when it is well-formed, else null (a label only, never trusted for more). */
+export function acceptRequestId(raw: unknown): string | null {
+  return typeof raw === "string" && REQUEST_ID_PATTERN.test(raw) ? raw : null;
+}
+
+/** The request id of an error a reply carried (its reply's `Pi-Request-Id` header), when known. */
+const errorRequestIds = new WeakMap<object, string>();
+export function requestIdOfError(err: unknown): string | undefined {
+  return typeof err === "object" && err !== null ? errorRequestIds.get(err) : undefined;
 }
 
 /** The params argument: optional when the method takes an empty object. */
 export type ArgsOf<M extends Method> =
   Record<never, never> extends ParamsOf<M> ? [params?: ParamsOf<M>] : [params: ParamsOf<M>];
 
-async function request<T>(nc: NatsConnection, subject: string, params: unknown, timeout: number): Promise<T> {
+async function request<T>(
+  nc: NatsConnection,
+  subject: string,
+  params: unknown,
+  timeout: number,
+  requestIdOpt: RpcClientOptions["requestId"],
+): Promise<T> {
+  const requestId = typeof requestIdOpt === "function" ? requestIdOpt() : requestIdOpt;
+  let h: ReturnType<typeof headers> | undefined;
+  if (requestId !== undefined) {
+    h = headers();
+    h.set(REQUEST_ID_HEADER, requestId);
+  }
   let msg: Awaited<ReturnType<NatsConnection["request"]>>;
   try {
-    msg = await nc.request(subject, encodeJson(params), { timeout });
+    msg = await nc.request(subject, encodeJson(params), { timeout, ...(h ? { headers: h } : {}) });
   } catch (cause) {
     // No host subscribed at all (every host stopped or not started): retriable, and said as such.
     if ((cause as { isNoResponders?: () => boolean }).isNoResponders?.() === true)
@@ -33,14 +63,20 @@ async function request<T>(nc: NatsConnection, subject: string, params: unknown, 
       details: { transport: true },
     });
   }
-  return unwrapReply<T>(msg.data);
+  try {
+    return unwrapReply<T>(msg.data);
+  } catch (err) {
+    const replyId = msg.headers?.get(REQUEST_ID_HEADER);
+    if (replyId && typeof err === "object" && err !== null) errorRequestIds.set(err, replyId);
+    throw err;
+  }
 }
 
 /** Client methods as a principal, `<prefix>.rpc.<principal>.<method>`, typed by the METHODS table. */
 export function rpcClient(opts: RpcClientOptions & { principal: string }) {
   const timeout = opts.timeoutMs ?? 10_000;
   const raw = <T = unknown>(method: string, params: unknown = {}): Promise<T> =>
-    request<T>(opts.nc, rpcSubject(opts.prefix, opts.principal, method), params, timeout);
+    request<T>(opts.nc, rpcSubject(opts.prefix, opts.principal, method), params, timeout, opts.requestId);
   return {
     principal: opts.principal,
     /** A client method of the table: an unknown method or wrong params do not compile. */
@@ -57,7 +93,7 @@ export type TypedRpcClient = ReturnType<typeof rpcClient>;
 export function agentClient(opts: RpcClientOptions) {
   const timeout = opts.timeoutMs ?? 30_000;
   const raw = <T = unknown>(method: string, params: unknown): Promise<T> =>
-    request<T>(opts.nc, `${opts.prefix}.agent.${method}`, params, timeout);
+    request<T>(opts.nc, `${opts.prefix}.agent.${method}`, params, timeout, opts.requestId);
   return {
     call<M extends AgentMethod>(method: M, params: ParamsOf<M>): Promise<ResultOf<M>> {
       return raw<ResultOf<M>>(method, params);

@@ -287,8 +287,25 @@ export const WorkerList = Type.Object({
 });
 export type WorkerList = Static<typeof WorkerList>;
 
+/** One host as `host.status` shows it to settings admins (the `hosts` row and its lease count). */
+export const HostStatusHost = Type.Object({
+  hostId: Type.String(),
+  state: Type.Union([Type.Literal("running"), Type.Literal("stopped"), Type.Literal("dead")]),
+  incarnation: Type.Integer(),
+  heartbeat: Type.Integer(),
+  heartbeatAt: Timestamp,
+  version: Nullable(Type.String()),
+  /** Sessions whose lease the host holds. */
+  leases: Type.Integer(),
+});
+
+/**
+ * `view` says what the caller sees: settings admins ("admin") this host's sessions, every host and
+ * this host's readiness; anyone else ("own") only their own sessions' figures on this host.
+ */
 export const HostStatus = Type.Object({
   hostId: Type.String(),
+  view: Type.Union([Type.Literal("admin"), Type.Literal("own")]),
   sessions: Type.Object({
     active: Type.Integer(),
     passivated: Type.Integer(),
@@ -312,7 +329,12 @@ export const HostStatus = Type.Object({
       ),
     }),
   ),
+  /** Settings admins only: every host of the deployment, by id. */
+  hosts: Type.Optional(Type.Array(HostStatusHost)),
+  /** Settings admins only: whether this host is ready (as its /readyz says) and what is failing. */
+  readiness: Type.Optional(Type.Object({ ready: Type.Boolean(), failing: Type.Array(Type.String()) })),
 });
+export type HostStatus = Static<typeof HostStatus>;
 
 export const SessionList = Type.Object({ sessions: Type.Array(SessionView) });
 export const PromptResult = Type.Object({ turnId: Type.String() });

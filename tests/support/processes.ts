@@ -164,6 +164,8 @@ export function hostEnv(s: StackEnv): Record<string, string> {
     // Several hosts (issue #16): a restart after SIGKILL waits one host lease; keep it short.
     PI_HOST_LEASE_MS: "1500",
     PI_HOST_HEARTBEAT_MS: "300",
+    // Test hosts run side by side: none takes the default health/metrics port (tests that want it set it).
+    PI_HTTP_LISTEN: "off",
     ...s.extra,
   };
 }

@@ -6,7 +6,7 @@ export function addHostCommands(program: Command, run: Run): void {
   program
     .command("status")
     .description(
-      "the host: sessions it holds, whether it reaches its database and NATS, overlapping projects",
+      "the host: sessions it holds (of yours, unless a settings admin), database and NATS, overlapping projects; admins: every host, its leases and readiness",
     )
     .action(async (_opts: unknown, cmd: Command) => {
       const r = await (await bus(run)).call("host.status");
@@ -15,13 +15,20 @@ export function addHostCommands(program: Command, run: Run): void {
       out(run, [
         `host ${r.hostId}, up ${Math.round(r.uptimeMs / 1000)} s`,
         `  database: ${yes(r.reachable.database)}, NATS: ${yes(r.reachable.nats)}`,
-        `  sessions: ${r.sessions.active} active, ${r.sessions.passivated} passivated, ${r.sessions.degraded.length} degraded`,
+        ...(r.readiness
+          ? [`  ready: ${r.readiness.ready ? "yes" : `no (${r.readiness.failing.join(", ")})`}`]
+          : []),
+        `  ${r.view === "own" ? "your sessions" : "sessions"}: ${r.sessions.active} active, ${r.sessions.passivated} passivated, ${r.sessions.degraded.length} degraded`,
         ...r.sessions.degraded.map(
           (d) => `    degraded: ${d.sessionId} (${d.failures} failures since ${d.since})`,
         ),
         ...r.projectOverlaps.map(
           (o) =>
             `  overlapping projects (no tool runs in them): ${o.projects.map((p) => `${p.projectId}${p.workspaceRoot ? ` ${p.workspaceRoot}` : ""}`).join(" and ")}`,
+        ),
+        ...(r.hosts ?? []).map(
+          (h) =>
+            `  host ${h.hostId}: ${h.state}, incarnation ${h.incarnation}, heartbeat ${h.heartbeat} at ${h.heartbeatAt}, version ${h.version ?? "unknown"}, ${h.leases} lease${h.leases === 1 ? "" : "s"}`,
         ),
       ]);
     });

@@ -25,9 +25,11 @@ import type { PlanStore } from "../store/plan-store.ts";
 import { assertApproversAreMembers } from "../store/project-members.ts";
 import type { ProjectStore } from "../store/project-store.ts";
 import type { SessionSupervisor } from "../sessions/session-supervisor.ts";
+import { PASSIVATED } from "../sessions/machine-state.ts";
 import { type ModelChoice, SCRIPTED_PROVIDER } from "../sessions/model-choice.ts";
 import type { WorkerRegistry } from "../sessions/worker-registry.ts";
 import { countSessionLeases, turnOfIdempotencyKey } from "../store/session-facts.ts";
+import { ownSessionsHere, readHostStatusRows } from "../store/host-status-rows.ts";
 import {
   canAccess,
   type SessionRow,
@@ -68,6 +70,8 @@ export function createClientApi(deps: {
   settingsAdmins?: readonly string[];
   /** Whether the connection that publishes events is up (host.status). */
   natsReachable?: () => boolean;
+  /** What /readyz finds failing (http-listener.ts notReady), for host.status; none: from `reachable`. */
+  readiness?: () => Promise<string[]>;
   /** Which model a session runs (sessions/model-choice.ts); none: any, the scripted demo by default. */
   models?: ModelChoice;
   /** The workers heard from lately and what they serve (models.list, workers.list, session.create). */
@@ -129,24 +133,53 @@ export function createClientApi(deps: {
 
     "host.status": async (principal, params) => {
       decodeParams(EmptyParams, params);
-      // Sessions this host holds = its session leases; those without a live actor are passivated.
-      // Without the database the rest is still told (and the database said unreachable).
-      const leased = await countSessionLeases(db, deps.hostId).catch(() => 0);
+      // Settings admins (settings-admins.ts: anyone in development mode) see every host, its leases
+      // and this host's readiness; anyone else only figures of their own sessions on this host.
+      const admin = deps.devMode || (deps.settingsAdmins ?? []).includes(principal);
       const { active, degraded } = supervisor.status();
+      const reachable = { database: await databaseReachable(db), nats: deps.natsReachable?.() ?? true };
+      const base = { hostId: deps.hostId, uptimeMs: Math.round(process.uptime() * 1000), reachable };
+      const overlaps = deps.projects?.overlaps() ?? [];
+      const rootFor = (x: { owner: string; workspaceRoot: string }) =>
+        x.owner === principal || admin ? x.workspaceRoot : null;
+      const projectOverlaps = overlaps
+        .filter((pair) => admin || pair.some((x) => x.owner === principal))
+        .map((pair) => ({
+          projects: pair.map((x) => ({ projectId: x.projectId, workspaceRoot: rootFor(x) })),
+        }));
+      if (!admin) {
+        // Without the database the rest is still told (and the database said unreachable).
+        const own = await ownSessionsHere(db, {
+          principal,
+          hostId: deps.hostId,
+          candidates: degraded.map((d) => d.sessionId),
+        }).catch(() => ({ leased: [] as string[], owned: new Set<string>() }));
+        const ownDegraded = degraded.filter((d) => own.owned.has(d.sessionId));
+        const ownActive = own.leased.filter((id) => supervisor.machineState(id) !== PASSIVATED).length;
+        return {
+          ...base,
+          view: "own" as const,
+          sessions: {
+            active: ownActive,
+            passivated: Math.max(0, own.leased.length - ownActive - ownDegraded.length),
+            degraded: ownDegraded,
+          },
+          projectOverlaps,
+        };
+      }
+      // Sessions this host holds = its session leases; those without a live actor are passivated.
+      const leased = await countSessionLeases(db, deps.hostId).catch(() => 0);
+      const hosts = await readHostStatusRows(db).catch(() => []);
+      const failing = deps.readiness
+        ? await deps.readiness()
+        : [...(reachable.database ? [] : ["database"]), ...(reachable.nats ? [] : ["nats"])];
       return {
-        hostId: deps.hostId,
+        ...base,
+        view: "admin" as const,
         sessions: { active, passivated: Math.max(0, leased - active - degraded.length), degraded },
-        uptimeMs: Math.round(process.uptime() * 1000),
-        reachable: { database: await databaseReachable(db), nats: deps.natsReachable?.() ?? true },
-        projectOverlaps: (deps.projects?.overlaps() ?? []).map((pair) => ({
-          projects: pair.map((x) => ({
-            projectId: x.projectId,
-            workspaceRoot:
-              x.owner === principal || deps.devMode || deps.settingsAdmins?.includes(principal)
-                ? x.workspaceRoot
-                : null,
-          })),
-        })),
+        projectOverlaps,
+        hosts,
+        readiness: { ready: failing.length === 0, failing },
       };
     },
 

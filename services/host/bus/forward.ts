@@ -5,9 +5,10 @@
 import { headers, type MsgHdrs, type NatsConnection, nuid } from "@nats-io/nats-core";
 import type { ServiceMsg } from "@nats-io/services";
 import { AppError } from "../../protocol/app-error.ts";
-import { errorFields, type Logger } from "../../protocol/log.ts";
+import { currentRequestId, errorFields, type Logger } from "../../protocol/log.ts";
 import type { MethodSpec } from "../../protocol/methods.ts";
 import { positiveIntEnv } from "../../protocol/process-env.ts";
+import { REQUEST_ID_HEADER } from "../../protocol/rpc-client.ts";
 import { hostForwardReplySubject, hostForwardSubject, SUBJECT_TOKEN } from "../../protocol/subjects.ts";
 import type { HostState } from "../store/session-leases.ts";
 import type { SessionField } from "../store/request-session.ts";
@@ -101,6 +102,9 @@ export function createForwarding(deps: {
       h.set(FORWARD_HEADERS.reply, msg.reply ?? "");
       h.set(FORWARD_HEADERS.caller, caller ?? "");
       h.set(FORWARD_HEADERS.from, hostId);
+      // The owner serves it under the same request id (its log lines and reply carry it).
+      const requestId = currentRequestId();
+      if (requestId !== undefined) h.set(REQUEST_ID_HEADER, requestId);
       log.info("host.request_forwarded", { subject: msg.subject, owner });
       let answer: Awaited<ReturnType<NatsConnection["request"]>>;
       try {
@@ -142,10 +146,17 @@ export function createForwarding(deps: {
       const reply = h?.get(FORWARD_HEADERS.reply) || undefined;
       log.info("host.forward_received", { subject, from, caller: h?.get(FORWARD_HEADERS.caller) || null });
       // The original request as this host would have received it; its answer goes to the forwarder.
+      // Of the headers only the request id is kept (host-bus.ts serves the request under it).
+      const requestId = h?.get(REQUEST_ID_HEADER);
+      let kept: MsgHdrs | undefined;
+      if (requestId) {
+        kept = headers();
+        kept.set(REQUEST_ID_HEADER, requestId);
+      }
       const msg = Object.create(fwd, {
         subject: { value: subject },
         reply: { value: reply },
-        headers: { value: undefined },
+        headers: { value: kept },
       }) as ServiceMsg;
       return {
         msg,

@@ -5,8 +5,9 @@ import type { NatsConnection } from "@nats-io/nats-core";
 import { type Service, type ServiceMsg, Svcm } from "@nats-io/services";
 import { AppError } from "../../protocol/app-error.ts";
 import { decodeJson } from "../../protocol/envelope.ts";
-import { errorFields, type Logger } from "../../protocol/log.ts";
+import { errorFields, type Logger, newRequestId, withRequestId } from "../../protocol/log.ts";
 import { AGENT_METHODS, type MethodSpec, methodSpec } from "../../protocol/methods.ts";
+import { acceptRequestId, REQUEST_ID_HEADER } from "../../protocol/rpc-client.ts";
 import { AgentHello, decodeParams } from "../../protocol/schemas.ts";
 import {
   agentSubject,
@@ -20,6 +21,7 @@ import type { AgentHandler } from "./agent-api.ts";
 import type { ClientHandler } from "./client-api.ts";
 import { type ForwardedRequest, type Forwarding, sessionRefOf } from "./forward.ts";
 import { createReplier } from "./reply.ts";
+import type { HostMetrics } from "../metrics.ts";
 import { type RefusedReply, replyRefusal } from "./reply-rules.ts";
 
 /**
@@ -97,6 +99,11 @@ export function createDrainGate() {
 }
 export type DrainGate = ReturnType<typeof createDrainGate>;
 
+/** A request's id: the caller's `Pi-Request-Id` when well-formed, else a new one (logged and replied). */
+function requestIdOf(msg: ServiceMsg): string {
+  return acceptRequestId(msg.headers?.get(REQUEST_ID_HEADER)) ?? newRequestId();
+}
+
 export async function startHostBus(deps: {
   nc: NatsConnection;
   prefix: string;
@@ -118,9 +125,23 @@ export async function startHostBus(deps: {
   drain?: DrainGate;
   /** Several hosts (forward.ts): a request whose session another host owns is forwarded to it once. */
   forwarding?: Forwarding;
+  /** Requests and replies by method and code (metrics.ts). */
+  metrics?: Pick<HostMetrics, "request" | "reply">;
 }): Promise<Service> {
   const { nc, prefix, log } = deps;
-  const replier = createReplier(log);
+  const metrics = deps.metrics;
+  const agentMethodOf = new Map<string, string>(AGENT_METHODS.map((m) => [agentSubject(prefix, m), m]));
+  const replier = createReplier(
+    log,
+    metrics && {
+      ...metrics,
+      // The method a message is for; metrics.ts labels any name it does not know `unknown`.
+      methodOf: (msg) =>
+        agentMethodOf.get(msg.subject) ??
+        parseRpcSubject(prefix, msg.subject)?.method ??
+        (msg.subject.startsWith(testSubject(prefix, "")) ? "test" : "forward"),
+    },
+  );
 
   const service = await new Svcm(nc).add({
     name: HOST_SERVICE_NAME,
@@ -150,7 +171,9 @@ export async function startHostBus(deps: {
     serve: (msg: ServiceMsg, body: unknown) => Promise<unknown>,
     specOf: ((subject: string) => MethodSpec | undefined) | null = null,
   ) => {
-    const handle = (msg: ServiceMsg, via: ForwardedRequest | null) => {
+    const handle = (msg: ServiceMsg, via: ForwardedRequest | null) =>
+      withRequestId(requestIdOf(msg), () => handleAs(msg, via));
+    const handleAs = (msg: ServiceMsg, via: ForwardedRequest | null) => {
       let body: unknown;
       let bodyError: unknown = null;
       try {

@@ -27,6 +27,8 @@ export interface SupervisorDeps extends SessionActorDeps {
   passivateAfterMs?: number;
   /** A turn's token was revoked or parked (abort, lease loss, end): its permission prompts stop waiting. */
   onTurnRevoked?: (turnId: string) => void;
+  /** An actor failed and is restarted (counted by the host's metrics). */
+  onActorRestart?: () => void;
 }
 
 /** A session whose actor failed past the restart bound: refused until the host restarts. */
@@ -218,6 +220,7 @@ export function createSessionSupervisor(deps: SupervisorDeps) {
       return;
     }
     log.warn("session.actor_restarting", { sessionId, failures: recent.length, maxRestarts });
+    deps.onActorRestart?.();
     // After the failed actor's stack unwinds; a request arriving first simply creates it.
     queueMicrotask(() => {
       if (stopped || actors.has(sessionId) || degraded.has(sessionId)) return;

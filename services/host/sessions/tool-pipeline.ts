@@ -28,6 +28,7 @@ import type { Audience, EventPublisher } from "./event-publisher.ts";
 import type { PermissionGate } from "./permission-gate.ts";
 import { boundToolResult } from "../../protocol/byte-bounds.ts";
 import type { SessionSupervisor } from "./session-supervisor.ts";
+import type { HostMetrics } from "../metrics.ts";
 import type { Lease, TurnDispatcher } from "./turn-dispatcher.ts";
 
 export interface ToolPipelineDeps {
@@ -51,6 +52,8 @@ export interface ToolPipelineDeps {
   projects?: Pick<ProjectStore, "overlapOf">;
   /** A result's bound in encoded bytes (from the server's max_payload; result-bounds.ts). */
   maxResultBytes?: number;
+  /** Counts each recorded decision by tool and class (metrics.ts). */
+  metrics?: Pick<HostMetrics, "toolDecision" | "sandboxStart" | "sandboxFailure">;
 }
 
 /** The result bound when none is given: a quarter of NATS's default max_payload. */
@@ -142,7 +145,10 @@ export function createToolPipeline(deps: ToolPipelineDeps) {
     }
     let chunk = 0;
     const abort = deps.aborts?.open(p.turnId);
-    return deps.runner
+    // Bash and BrowserPreview run in a sandbox of their own: counted, with the ones that did not start.
+    const sandboxed = p.tool === "Bash" || p.tool === "BrowserPreview";
+    if (sandboxed) deps.metrics?.sandboxStart();
+    const ran = deps.runner
       .run(p.tool, p.args, {
         workspaceRoot: facts.workspaceRoot,
         network: facts.networkAllowed,
@@ -161,6 +167,17 @@ export function createToolPipeline(deps: ToolPipelineDeps) {
           }),
       })
       .finally(() => abort?.release());
+    if (!sandboxed) return ran;
+    return ran.then(
+      (r) => {
+        if (r.code === "SANDBOX_UNAVAILABLE") deps.metrics?.sandboxFailure();
+        return r;
+      },
+      (err) => {
+        deps.metrics?.sandboxFailure();
+        throw err;
+      },
+    );
   }
 
   /**
@@ -281,7 +298,7 @@ export function createToolPipeline(deps: ToolPipelineDeps) {
         result = refusal(err.code, err.message);
       }
     }
-    return recordAndAnnounce(lease, p, to, recordDecision, result);
+    return recordAndAnnounce(lease, p, to, recordDecision, result, plugin !== null);
   }
 
   /**
@@ -295,6 +312,7 @@ export function createToolPipeline(deps: ToolPipelineDeps) {
     to: Audience,
     recordDecision: "allow" | "deny",
     raw: ToolExecuteResult,
+    isPlugin = false,
   ): Promise<ToolExecuteResult> {
     let result = boundToolResult(raw, maxResultBytes);
     const repaired = sanitizeText(result);
@@ -313,6 +331,7 @@ export function createToolPipeline(deps: ToolPipelineDeps) {
         result: recorded,
       }),
     );
+    deps.metrics?.toolDecision(p.tool, classifyTool(p.tool, isPlugin), recordDecision);
     events.publish(to, "tool.result", {
       turnId: p.turnId,
       toolCallId: p.toolCallId,

@@ -2,11 +2,12 @@
 // or leased turn, on the host clock: offers, capability tokens, heartbeated leases, park, revocation.
 // In memory on purpose: after a restart the fence has ended every turn.
 import { randomBytes, timingSafeEqual } from "node:crypto";
-import type { NatsConnection } from "@nats-io/nats-core";
+import { headers, type NatsConnection } from "@nats-io/nats-core";
 import { type Actor, createActor } from "xstate";
 import { turnMachine } from "../../../machines/turn.machine.ts";
 import { encodeJson } from "../../protocol/envelope.ts";
-import { errorFields, type Logger } from "../../protocol/log.ts";
+import { currentRequestId, errorFields, type Logger } from "../../protocol/log.ts";
+import { REQUEST_ID_HEADER } from "../../protocol/rpc-client.ts";
 import type { TurnKind } from "../../protocol/schemas.ts";
 import { agentSubject, turnCancelSubject } from "../../protocol/subjects.ts";
 import type { Clock } from "../clock.ts";
@@ -41,13 +42,22 @@ export function createTurnDispatcher(deps: {
   const turns = new Map<string, Actor<typeof turnMachine>>();
   /** Each loaded session's model, named in its offers so only a worker serving it claims. */
   const models = new Map<string, { provider: string; model: string }>();
+  /** Each turn's request id (the prompt's, when a request offered it), sent with its offers. */
+  const requestIds = new Map<string, string>();
   const machine = turnMachine.provide({
     actions: {
       publishOffer: ({ context: c }) => {
         const model = models.get(c.sessionId);
+        const requestId = requestIds.get(c.turnId);
+        let h: ReturnType<typeof headers> | undefined;
+        if (requestId !== undefined) {
+          h = headers();
+          h.set(REQUEST_ID_HEADER, requestId);
+        }
         nc.publish(
           agentSubject(prefix, "offer"),
           encodeJson({ turnId: c.turnId, sessionId: c.sessionId, kind: c.kind, ...(model ? { model } : {}) }),
+          h ? { headers: h } : undefined,
         );
       },
       // Only a leased turn has a worker to tell; the cancel goes under that worker's subjects.
@@ -79,10 +89,15 @@ export function createTurnDispatcher(deps: {
 
   function spawn(o: Offer): void {
     turns.get(o.turnId)?.stop();
+    const requestId = currentRequestId();
+    if (requestId !== undefined) requestIds.set(o.turnId, requestId);
+    else requestIds.delete(o.turnId);
     const actor = createActor(machine, { input: o, clock: deps.clock });
     actor.subscribe({
       complete: () => {
-        if (turns.get(o.turnId) === actor) turns.delete(o.turnId);
+        if (turns.get(o.turnId) !== actor) return;
+        turns.delete(o.turnId);
+        requestIds.delete(o.turnId);
       },
       error: (err) => log.error("turn.actor_failed", { turnId: o.turnId, ...errorFields(err) }),
     });
@@ -162,6 +177,7 @@ export function createTurnDispatcher(deps: {
     stop(): void {
       for (const a of turns.values()) a.stop();
       turns.clear();
+      requestIds.clear();
     },
     /** Whether a worker holds the turn's lease now. */
     isLeased(turnId: string): boolean {

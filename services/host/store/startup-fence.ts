@@ -306,3 +306,20 @@ export async function runStopFence(deps: {
   });
   return ended;
 }
+
+/**
+ * The HTTP listeners (`info.http`, written at each host's fence) of the hosts other than `selfId`,
+ * in any state (one stopped may start again): a BrowserPreview page may not reach them.
+ */
+export async function otherHostListeners(db: Db, selfId: string): Promise<string[]> {
+  const r = await db.query("SELECT info->>'http' AS http FROM hosts WHERE id <> $1 AND info ? 'http'", [
+    selfId,
+  ]);
+  return r.rows.map((row: { http: string | null }) => row.http).filter((h): h is string => !!h);
+}
+
+/** How many session leases this host holds (the leases-owned gauge, read at each scrape). */
+export async function countLeasesOwned(db: Db, hostId: string): Promise<number> {
+  const r = await db.query("SELECT count(*)::int AS n FROM session_leases WHERE host_id = $1", [hostId]);
+  return r.rows[0]?.n ?? 0;
+}

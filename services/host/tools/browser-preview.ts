@@ -92,6 +92,11 @@ export interface PreviewContext {
   allowedOrigins?: readonly string[];
   /** Bytes of one fetched response the page gets (MAX_BODY_BYTES unless a caller asks for fewer). */
   maxBodyBytes?: number;
+  /**
+   * The pi-host HTTP listeners (`host:port`: this host's, PI_HTTP_BLOCK, the other hosts' rows),
+   * read at each preview: the page may not reach them, loopback or listed origin alike.
+   */
+  blockedListeners?: () => Promise<readonly string[]>;
 }
 
 export type PreviewTarget = { kind: "fetched"; url: string } | { kind: "workspace"; rel: string };
@@ -107,10 +112,30 @@ export function isFetchable(u: URL, allowedOrigins: readonly string[] = []): boo
   return isLoopbackUrl(u) || allowedOrigins.includes(u.origin);
 }
 
+const WILDCARD_HOSTS = new Set(["0.0.0.0", "[::]", "::"]);
+
+/**
+ * Does this URL reach one of these listeners (`host:port`)? A listener on a loopback or wildcard
+ * address answers every loopback name on its port; any other is matched by host and port.
+ */
+export function reachesListener(u: URL, listeners: readonly string[]): boolean {
+  if (u.protocol !== "http:" && u.protocol !== "https:") return false;
+  const port = u.port || (u.protocol === "https:" ? "443" : "80");
+  return listeners.some((l) => {
+    const at = l.lastIndexOf(":");
+    if (at <= 0 || l.slice(at + 1) !== port) return false;
+    const host = l.slice(0, at).toLowerCase();
+    const name = host.startsWith("[") || !host.includes(":") ? host : `[${host}]`;
+    if ((LOOPBACK_HOSTS.has(name) || WILDCARD_HOSTS.has(name)) && isLoopbackUrl(u)) return true;
+    return name === u.hostname.toLowerCase();
+  });
+}
+
 /** Decides where a BrowserPreview URL may go; throws the refusal. */
 export async function previewTarget(
   raw: string,
   ctx: Pick<PreviewContext, "readWorkspaceFile" | "allowedOrigins">,
+  listeners: readonly string[] = [],
 ): Promise<PreviewTarget> {
   let u: URL;
   try {
@@ -118,6 +143,11 @@ export async function previewTarget(
   } catch {
     throw new AppError("INVALID_PARAMS", "url must be an absolute URL");
   }
+  if (reachesListener(u, listeners))
+    throw new AppError(
+      "BROWSER_URL_NOT_ALLOWED",
+      `${u.protocol}//${u.host} is a pi-host health and metrics listener: previews may not reach it`,
+    );
   if (isFetchable(u, ctx.allowedOrigins)) return { kind: "fetched", url: u.href };
   if (u.protocol === "file:") {
     if (u.host && u.host !== "localhost")
@@ -281,7 +311,9 @@ export async function runBrowserPreview(
     return result("INVALID_PARAMS", `waitMs must be an integer from 0 to ${MAX_WAIT_MS}`, {
       field: "waitMs",
     });
-  const target = await previewTarget(url, ctx);
+  // Read once per preview: the other hosts' listeners come from their rows (main.ts).
+  const listeners = (await ctx.blockedListeners?.()) ?? [];
+  const target = await previewTarget(url, ctx, listeners);
   if (ctx.signal?.aborted) return result("TURN_ABORTED", "the call was aborted before it started", {});
   const { settings } = ctx;
   const sessionId = ctx.sessionId ?? `call-${randomBytes(9).toString("base64url")}`;
@@ -340,7 +372,11 @@ export async function runBrowserPreview(
             return route.fulfill({ status: code === "FILE_NOT_FOUND" ? 404 : 403, body: code });
           }
         }
-        if (isFetchable(u, ctx.allowedOrigins) && (method === "GET" || method === "HEAD")) {
+        if (
+          isFetchable(u, ctx.allowedOrigins) &&
+          !reachesListener(u, listeners) &&
+          (method === "GET" || method === "HEAD")
+        ) {
           served++;
           if ((await fetchForPage(route, ctx.maxBodyBytes ?? MAX_BODY_BYTES)).truncated)
             truncated.push(req.url());

@@ -1,10 +1,12 @@
 // Calls an allowed plugin tool on the plugin's own subject (docs/protocol.md "Plugins"); the host
 // sends a call only after its policy allowed it. Any fault of the plugin is a refusal value.
-import type { NatsConnection } from "@nats-io/nats-core";
+import { headers, type NatsConnection } from "@nats-io/nats-core";
 import { decodeJson, encodeJson } from "../../protocol/envelope.ts";
+import { currentRequestId } from "../../protocol/log.ts";
 import type { PluginCallRequest } from "../../protocol/plugin-schemas.ts";
 import type { ToolExecuteResult } from "../../protocol/schemas.ts";
 import { toolResult } from "../../protocol/result.ts";
+import { REQUEST_ID_HEADER } from "../../protocol/rpc-client.ts";
 import { pluginSubject } from "../../protocol/subjects.ts";
 
 export interface PluginCaller {
@@ -22,10 +24,17 @@ export function createPluginCaller(deps: {
   const timeout = deps.timeoutMs ?? 30_000;
   return {
     async call(pluginId, tool, body) {
+      // The plugin sees the request id of the tool call (the turn's) in its `Pi-Request-Id` header.
+      const requestId = currentRequestId();
+      const h = headers();
+      if (requestId !== undefined) h.set(REQUEST_ID_HEADER, requestId);
       let data: Uint8Array;
       try {
         data = (
-          await deps.nc.request(pluginSubject(deps.prefix, pluginId, tool), encodeJson(body), { timeout })
+          await deps.nc.request(pluginSubject(deps.prefix, pluginId, tool), encodeJson(body), {
+            timeout,
+            ...(requestId !== undefined ? { headers: h } : {}),
+          })
         ).data;
       } catch (err) {
         return refusal(

@@ -27,6 +27,8 @@ export interface ToolRunnerConfig {
    * held inside this process's own lock, for the tool's duration. Without it, this process only.
    */
   crossHostLock?: <T>(workspace: string, fn: () => Promise<T>) => Promise<T>;
+  /** The pi-host HTTP listeners BrowserPreview pages may not reach, read at each preview (main.ts). */
+  previewBlocked?: () => Promise<readonly string[]>;
 }
 
 /** The runner's configuration from an environment (docs/operations.md lists the variables). */
@@ -119,6 +121,7 @@ const RUNNABLE: Record<RunnableTool, ToolImpl> = {
       readWorkspaceFile: (p) =>
         helpers.call(ctx.sessionId ?? NO_SESSION, root, { op: "previewFile", path: p }),
       settings: config.sandbox,
+      ...(config.previewBlocked ? { blockedListeners: config.previewBlocked } : {}),
       ...(ctx.sessionId ? { sessionId: ctx.sessionId } : {}),
       ...(ctx.signal ? { signal: ctx.signal } : {}),
     }),
