@@ -237,12 +237,10 @@ describe("the host's HTTP listener", () => {
   }, 60_000);
 
   it("counts an actor restart", async () => {
-    const project = await stack
-      .rpc("alice")
-      .call<{ id: string }>("projects.create", {
-        name: "restart",
-        workspaceRoot: stack.newWorkspace(`restart-${Date.now()}`),
-      });
+    const project = await stack.rpc("alice").call<{ id: string }>("projects.create", {
+      name: "restart",
+      workspaceRoot: stack.newWorkspace(`restart-${Date.now()}`),
+    });
     const session = await stack
       .rpc("alice")
       .call<{ id: string }>("session.create", { projectId: project.id, mode: "plan" });
