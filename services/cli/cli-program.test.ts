@@ -425,6 +425,30 @@ describe("permissions", () => {
   });
 });
 
+describe("watch", () => {
+  it("a host that cannot answer at the start does not end the watch; a final refusal does", async () => {
+    const busy = fakeBus({
+      "session.get": () => ({ id: "s1" }),
+      "permissions.pending": () => {
+        throw new AppError("HOST_UNAVAILABLE", "no host answers");
+      },
+      "plans.pending": () => ({ proposals: [] }),
+    });
+    const r = await cli(["watch", "s1", "--for", "0.2"], busy.bus);
+    expect(r.code).toBe(0);
+    expect(r.stderr).toMatch(/^notice HOST_UNAVAILABLE: could not list what waits for a person/);
+    expect(r.stdout).toMatch(/^watching session s1/);
+    const refused = fakeBus({
+      "session.get": () => {
+        throw new AppError("FORBIDDEN", "not yours");
+      },
+    });
+    const f = await cli(["watch", "s1", "--for", "0.2"], refused.bus);
+    expect(f.code).toBe(1);
+    expect(f.stderr).toMatch(/^error FORBIDDEN: /);
+  });
+});
+
 describe("prompt", () => {
   const proposal = proposalView();
 

@@ -2,6 +2,7 @@
 // it happens, until Ctrl-C; after a disconnect it catches up without gaps or repeats (cli-bus.ts).
 // It starts by saying what already waits for a person (permission prompts, plans awaiting approval).
 import type { Command } from "commander";
+import { AppError } from "../../protocol/app-error.ts";
 import { bus, isJson, type Run } from "../cli-run.ts";
 import { follow, waitingNow } from "../follow.ts";
 import { timeoutMs } from "../cli-params.ts";
@@ -22,13 +23,28 @@ export function addWatchCommand(program: Command, run: Run): void {
       // Subscribed before the pending lists are read, so nothing falls between the two.
       const sub = await b.subscribe(sessionId ?? null);
       try {
-        if (sessionId) await b.call("session.get", { sessionId }); // SESSION_NOT_FOUND / FORBIDDEN now
+        // A host that cannot answer now (restarting, draining) does not end a watch: the events
+        // still arrive, and a refusal that is final (SESSION_NOT_FOUND, FORBIDDEN) does.
+        const unlessRetriable = async <T>(what: string, call: () => Promise<T>): Promise<T | null> => {
+          try {
+            return await call();
+          } catch (err) {
+            if (!(err instanceof AppError) || !err.retriable) throw err;
+            run.deps.stderr(`notice ${err.code}: could not ${what} (${err.message}); following the events\n`);
+            return null;
+          }
+        };
+        if (sessionId) await unlessRetriable("check the session", () => b.call("session.get", { sessionId }));
         if (!json) {
           const paint = painter(colourEnabled(run.deps.stdoutIsTTY, run.deps.env));
+          const waiting =
+            (await unlessRetriable("list what waits for a person", () =>
+              waitingNow(run, sessionId ?? null),
+            )) ?? [];
           run.deps.stdout(
             `${paint("dim", `watching ${sessionId ? `session ${sessionId}` : "all your sessions"} (Ctrl-C to stop)`)}\n`,
           );
-          for (const [i, line] of (await waitingNow(run, sessionId ?? null)).entries())
+          for (const [i, line] of waiting.entries())
             run.deps.stdout(
               `${i === 0 || !line.startsWith(" ") ? paint("alert", printable(line)) : printable(line)}\n`,
             );
