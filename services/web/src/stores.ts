@@ -250,40 +250,30 @@ export function permissionsListed(
   }
   for (const r of requests) {
     if (byId[r.requestId]?.status === "pending" || !byId[r.requestId])
-      byId[r.requestId] = {
-        requestId: r.requestId,
-        sessionId: r.sessionId,
-        turnId: r.turnId,
-        toolCallId: r.toolCallId,
-        tool: r.tool,
-        risk: r.risk,
-        preview: r.preview,
-        deadline: r.deadline,
-        status: r.status,
-        decision: r.decision,
-        code: r.code,
-      };
+      byId[r.requestId] = { ...promptOf(r), status: r.status, decision: r.decision, code: r.code };
   }
   return { byId };
+}
+
+/** What a prompt is, from a `permissions.pending` row or a `permission.requested` event alike. */
+function promptOf(
+  r: Pick<
+    PermissionPrompt,
+    "requestId" | "sessionId" | "turnId" | "toolCallId" | "tool" | "risk" | "preview" | "deadline"
+  >,
+): Pick<
+  PermissionPrompt,
+  "requestId" | "sessionId" | "turnId" | "toolCallId" | "tool" | "risk" | "preview" | "deadline"
+> {
+  const { requestId, sessionId, turnId, toolCallId, tool, risk, preview, deadline } = r;
+  return { requestId, sessionId, turnId, toolCallId, tool, risk, preview, deadline };
 }
 
 export function permissionEvent(ctx: PermissionsContext, e: SessionEvent): PermissionsContext {
   if (e.type === "permission.requested") {
     const r = e as SessionEvent<"permission.requested">;
     if (ctx.byId[r.requestId]) return ctx;
-    const prompt: PermissionPrompt = {
-      requestId: r.requestId,
-      sessionId: r.sessionId,
-      turnId: r.turnId,
-      toolCallId: r.toolCallId,
-      tool: r.tool,
-      risk: r.risk,
-      preview: r.preview,
-      deadline: r.deadline,
-      status: "pending",
-      decision: null,
-      code: null,
-    };
+    const prompt: PermissionPrompt = { ...promptOf(r), status: "pending", decision: null, code: null };
     return { byId: { ...ctx.byId, [r.requestId]: prompt } };
   }
   if (e.type === "permission.resolved") {
