@@ -125,6 +125,11 @@ describe("session leases in Postgres", () => {
         () => b.db.query("UPDATE plan_approvals SET status = 'interrupted' WHERE session_id = 'ses_a'"),
         () => b.db.query("UPDATE session_leases SET epoch = epoch + 1 WHERE session_id = 'ses_a'"),
         () => b.db.query("DELETE FROM session_leases WHERE session_id = 'ses_a'"),
+        // The attack: B writes itself over A's lease while A runs (no takeover).
+        () =>
+          b.db.query(
+            `UPDATE session_leases SET host_id = 'lease-b', incarnation = ${b.incarnation}, epoch = epoch + 1 WHERE session_id = 'ses_a'`,
+          ),
       ];
       for (const w of writes) {
         const err = await w().then(
