@@ -5,7 +5,9 @@ import { existsSync } from "node:fs";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
 import { createClock } from "../services/host/clock.ts";
+import { createDb, type Db } from "../services/host/store/db.ts";
 import { createScheduleStore } from "../services/host/store/schedule-store.ts";
+import { runStartupFence } from "../services/host/store/startup-fence.ts";
 import type { ScheduledTaskView } from "../services/protocol/scheduling-schemas.ts";
 import { HOUR, MODEL, schedulingHelpers } from "./support/scheduling.ts";
 import { eventually } from "./support/stack.ts";
@@ -130,7 +132,7 @@ describe("scheduled tasks", () => {
     // host's clock has not reached it, so it stays out of the race).
     const clock = createClock();
     clock.set(due + 1_000);
-    const store = createScheduleStore({ db: stack.db.pool, clock });
+    const store = createScheduleStore({ db: stack.db.pool, clock, hostId: "host-a" });
     const outcomes = await Promise.all(
       ["host-a", "host-b"].map((h) => store.claimDue(task.id, clock.now(), 60_000, h)),
     );
@@ -200,5 +202,88 @@ describe("scheduled tasks", () => {
     ]);
     expect(await projectFootprint(projectId)).toEqual({ sessions: 0, turns: 0, transcript: 0, approvals: 0 });
     await alice.call("scheduled.delete", { taskId: task.id });
+  });
+
+  it("two hosts' ended runs: each host's scheduler writes only its own, no tick fails, every read shows every outcome", async () => {
+    // The finding: runs of one task whose sessions two hosts own; one statement updated every
+    // host's ended runs, the lease trigger refused it whole, and the scheduler stopped for everyone.
+    const alice = stack.rpc("alice");
+    const { projectId } = await newProject("twohosts");
+    const task = await alice.call<ScheduledTaskView>("scheduled.create", {
+      name: "shared",
+      cron: "0 4 * * *",
+      timezone: "UTC",
+      projectId,
+      prompt: "x",
+      model: MODEL,
+      enabled: false,
+    });
+    const clock = createClock();
+    const silent = { info() {}, warn() {}, error() {} };
+    const writer = async (hostId: string): Promise<Db> => {
+      const { incarnation } = await runStartupFence({ db: stack.db.pool, clock, hostId, log: silent });
+      return createDb(stack.db.url, { max: 2, writer: { hostId, incarnation, onFenced() {} } });
+    };
+    const [a, b] = [await writer("sched-a"), await writer("sched-b")];
+    try {
+      const at = new Date();
+      // Three runs per host, each with its own session (leased to that host) and an ended turn.
+      for (const [h, host] of [["sched-a", a], ["sched-b", b]] as const)
+        for (let i = 0; i < 3; i++) {
+          const sid = `ses_${h}_${i}`;
+          await stack.db.pool.query(
+            `INSERT INTO sessions (id, project_id, owner, mode, provider, model, created_at, updated_at)
+             VALUES ($1, $2, 'alice', 'agent', 'scripted', 'demo', $3, $3)`,
+            [sid, projectId, at],
+          );
+          await stack.db.pool.query(
+            `INSERT INTO session_leases (session_id, host_id, epoch, acquired_at, incarnation)
+             SELECT $1, id, 1, $2, incarnation FROM hosts WHERE id = $3`,
+            [sid, at, h],
+          );
+          await host.query(
+            `INSERT INTO turns (id, session_id, kind, status, created_at, ended_at, error_code)
+             VALUES ($1, $2, 'prompt', $3, $4, $4, $5)`,
+            [`turn_${sid}`, sid, i === 0 ? "error" : "completed", at, i === 0 ? "TOOL_FAILED" : null],
+          );
+          await host.query(
+            `INSERT INTO scheduled_runs (id, task_id, status, scheduled_for, started_at, trigger, claimed_by, principal, session_id, turn_id)
+             VALUES ($1, $2, 'running', $3, $3, 'manual', $4, 'alice', $5, $6)`,
+            [`run_${sid}`, task.id, new Date(at.getTime() + i * 1000), h, sid, `turn_${sid}`],
+          );
+        }
+      const storeA = createScheduleStore({ db: a, clock, hostId: "sched-a" });
+      const storeB = createScheduleStore({ db: b, clock, hostId: "sched-b" });
+      // Before any host writes, a read on either host shows every run as it stands.
+      const view = async (store: typeof storeA) => {
+        const r = await store.listRuns("alice", task.id);
+        if (!r.ok) throw new Error(r.refusal.code);
+        return Object.fromEntries(r.value.map((x) => [x.runId, `${x.status}:${x.errorCode ?? ""}`]));
+      };
+      const expected = Object.fromEntries(
+        ["sched-a", "sched-b"].flatMap((h) =>
+          [0, 1, 2].map((i) => [`run_ses_${h}_${i}`, i === 0 ? "failed:TOOL_FAILED" : "completed:"]),
+        ),
+      );
+      expect(await view(storeA)).toEqual(expected);
+      const stored = () =>
+        rows<{ id: string; status: string }>(
+          "SELECT id, status FROM scheduled_runs WHERE task_id = $1 ORDER BY id",
+          [task.id],
+        );
+      // The listRuns above already wrote A's own three; A's tick writes nothing more and fails nothing.
+      expect(await storeA.reconcile()).toBe(0);
+      expect((await stored()).filter((r) => r.status === "running").map((r) => r.id)).toEqual([
+        "run_ses_sched-b_0",
+        "run_ses_sched-b_1",
+        "run_ses_sched-b_2",
+      ]);
+      expect(await storeB.reconcile(task.id)).toBe(3);
+      expect((await stored()).every((r) => r.status !== "running")).toBe(true);
+      expect(await view(storeB)).toEqual(expected);
+    } finally {
+      await Promise.all([a.end(), b.end()]);
+      await alice.call("scheduled.delete", { taskId: task.id });
+    }
   });
 });

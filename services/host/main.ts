@@ -299,7 +299,7 @@ async function main(): Promise<void> {
     passivateAfterMs: config.passivateAfterMs,
   });
   // Scheduled tasks and app settings (docs/architecture.md, "Scheduled tasks and settings").
-  const schedules = createScheduleStore({ db, clock });
+  const schedules = createScheduleStore({ db, clock, hostId: config.hostId });
   const scheduler = createScheduler({
     clock,
     store: schedules,

@@ -13,7 +13,7 @@ import type {
 import { appendAudit } from "./audit-log.ts";
 import type { Clock } from "../clock.ts";
 import { nextOccurrence, scheduleRefusal } from "../cron-schedule.ts";
-import { type Db, type Tx, withTransaction } from "./db.ts";
+import { type Db, isLeaseLost, type Tx, withTransaction } from "./db.ts";
 import { newId } from "../ids.ts";
 import { isMemberSql } from "./project-members.ts";
 import { scheduleClaims } from "./schedule-claims.ts";
@@ -38,7 +38,34 @@ export {
   taskView,
 } from "./schedule-rows.ts";
 
-export function createScheduleStore({ db, clock }: { db: Db; clock: Clock }) {
+/** Sets a run from its ended turn; the caller adds which runs (`$1` task or null, `$2` now, `$3` host). */
+const RECONCILE_SQL = `UPDATE scheduled_runs r
+    SET status = CASE WHEN t.status = 'completed' THEN 'completed' ELSE 'failed' END,
+        error_code = CASE WHEN t.status = 'completed' THEN NULL ELSE t.error_code END,
+        ended_at = coalesce(t.ended_at, $2)
+   FROM turns t
+  WHERE t.id = r.turn_id AND r.status = 'running' AND t.status <> 'running'
+    AND ($1::text IS NULL OR r.task_id = $1)`;
+/** The ended runs of sessions host `$3` owns, or that no host has a lease on. */
+const OWN_ENDED_RUNS_LIST = `SELECT r.id FROM scheduled_runs r JOIN turns t ON t.id = r.turn_id
+   WHERE r.status = 'running' AND t.status <> 'running' AND ($1::text IS NULL OR r.task_id = $1)
+     AND NOT EXISTS (SELECT 1 FROM session_leases l WHERE l.session_id = r.session_id AND l.host_id <> $3)`;
+const OWN_ENDED_RUNS = `ARRAY(${OWN_ENDED_RUNS_LIST})`;
+/**
+ * A run as it stands: one whose turn has ended shows the turn's outcome even before its owner's
+ * scheduler has written it (reads never write another host's rows).
+ */
+const RUN_AS_IT_STANDS = `SELECT r.id, r.task_id, r.scheduled_for, r.started_at, r.trigger, r.claimed_by, r.principal,
+        r.session_id, r.turn_id,
+        CASE WHEN r.status = 'running' AND t.status IS NOT NULL AND t.status <> 'running'
+             THEN CASE WHEN t.status = 'completed' THEN 'completed' ELSE 'failed' END ELSE r.status END AS status,
+        CASE WHEN r.status = 'running' AND t.status IS NOT NULL AND t.status <> 'running'
+             THEN CASE WHEN t.status = 'completed' THEN NULL ELSE t.error_code END ELSE r.error_code END AS error_code,
+        CASE WHEN r.status = 'running' AND t.status IS NOT NULL AND t.status <> 'running'
+             THEN t.ended_at ELSE r.ended_at END AS ended_at
+   FROM scheduled_runs r LEFT JOIN turns t ON t.id = r.turn_id`;
+
+export function createScheduleStore({ db, clock, hostId }: { db: Db; clock: Clock; hostId: string }) {
   /** PROJECT_NOT_FOUND unless the project exists; FORBIDDEN unless the principal is a member. */
   async function projectRefusal(q: Db | Tx, projectId: string, principal: string): Promise<Refusal | null> {
     const r = await q.query<{ member: boolean }>(
@@ -60,19 +87,31 @@ export function createScheduleStore({ db, clock }: { db: Db; clock: Clock }) {
     return r.rows[0];
   }
 
-  /** Runs whose turn has ended take the turn's outcome (all tasks, or one). Returns the count. */
+  /**
+   * This host's runs whose turn has ended take the turn's outcome (all tasks, or one); returns the
+   * count. Only runs of sessions this host owns (or that have no lease yet) are written: another
+   * host's are its own scheduler's, and the lease trigger would refuse the whole statement for one
+   * of them (docs/architecture.md "Scheduled tasks and settings"). A lease that moves between the
+   * read and the write still fails the statement (PH002): then each row is tried on its own, so one
+   * row's lease never blocks another's.
+   */
   async function reconcile(taskId?: string): Promise<number> {
-    const r = await db.query(
-      `UPDATE scheduled_runs r
-          SET status = CASE WHEN t.status = 'completed' THEN 'completed' ELSE 'failed' END,
-              error_code = CASE WHEN t.status = 'completed' THEN NULL ELSE t.error_code END,
-              ended_at = coalesce(t.ended_at, $2)
-         FROM turns t
-        WHERE t.id = r.turn_id AND r.status = 'running' AND t.status <> 'running'
-          AND ($1::text IS NULL OR r.task_id = $1)`,
-      [taskId ?? null, clock.date()],
-    );
-    return r.rowCount ?? 0;
+    const params = [taskId ?? null, clock.date(), hostId];
+    try {
+      const r = await db.query(`${RECONCILE_SQL} AND r.id = ANY(${OWN_ENDED_RUNS})`, params);
+      return r.rowCount ?? 0;
+    } catch (err) {
+      if (!isLeaseLost(err)) throw err;
+    }
+    const ids = await db.query<{ id: string }>(`SELECT id FROM (${OWN_ENDED_RUNS_LIST}) x`, params);
+    let n = 0;
+    for (const { id } of ids.rows) {
+      const one = await db
+        .query(`${RECONCILE_SQL} AND r.id = $3`, [params[0], params[1], id])
+        .catch((err: unknown) => (isLeaseLost(err) ? null : Promise.reject(err)));
+      n += one?.rowCount ?? 0;
+    }
+    return n;
   }
 
   return {
@@ -290,13 +329,16 @@ export function createScheduleStore({ db, clock }: { db: Db; clock: Clock }) {
       return r.rowCount ?? 0;
     },
 
-    /** The task's runs, newest first (owner only); ended turns are applied first, as on every read. */
+    /**
+     * The task's runs, newest first (owner only): this host's ended turns are written first, and every
+     * run is shown as it stands (an ended turn's outcome, whichever host owns its session).
+     */
     async listRuns(principal: string, taskId: string, limit = 100): Promise<Result<ScheduledRunView[]>> {
       const owned = await findOwnedTask(db, principal, taskId);
       if (!owned.ok) return owned;
       await reconcile(taskId);
       const r = await db.query(
-        `SELECT ${RUN_COLUMNS} FROM scheduled_runs WHERE task_id = $1 ORDER BY scheduled_for DESC, id LIMIT $2`,
+        `${RUN_AS_IT_STANDS} WHERE r.task_id = $1 ORDER BY r.scheduled_for DESC, r.id LIMIT $2`,
         [taskId, limit],
       );
       return ok(r.rows.map(runView));
