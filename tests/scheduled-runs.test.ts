@@ -228,7 +228,10 @@ describe("scheduled tasks", () => {
     try {
       const at = new Date();
       // Three runs per host, each with its own session (leased to that host) and an ended turn.
-      for (const [h, host] of [["sched-a", a], ["sched-b", b]] as const)
+      for (const [h, host] of [
+        ["sched-a", a],
+        ["sched-b", b],
+      ] as const)
         for (let i = 0; i < 3; i++) {
           const sid = `ses_${h}_${i}`;
           await stack.db.pool.query(
