@@ -132,6 +132,7 @@ async function hostSupervisor() {
     const dispatcher = createTurnDispatcher({
       nc,
       prefix: "bench",
+      hostId: "bench",
       clock,
       leaseMs: 15_000,
       offerIntervalMs: 60_000,

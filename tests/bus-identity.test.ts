@@ -21,6 +21,7 @@ import type {
 } from "../services/protocol/schemas.ts";
 import {
   agentSubject,
+  workerHostSubject,
   eventStreamName,
   inboxPrefix,
   pluginSubject,
@@ -38,8 +39,10 @@ import { refusalCode } from "./support/worker-double.ts";
 const stack = useStack("busid");
 let prefix: string;
 
+/** The team's one host: its name in the team file is its PI_HOST_ID. */
+const TEAM_HOST_ID = "host";
 const TEAM = {
-  hosts: ["host"],
+  hosts: [TEAM_HOST_ID],
   workers: ["wa", "wb", "wc"],
   plugins: [
     { user: "plug-a", id: "pa" },
@@ -91,7 +94,8 @@ function capture(nc: NatsConnection, subject: string, queue?: string) {
 
 const person = (nc: NatsConnection, principal: string) =>
   createRpcClient({ nc, prefix, principal, timeoutMs: 10_000 });
-const worker = (nc: NatsConnection) => createAgentClient({ nc, prefix, timeoutMs: 10_000 });
+const worker = (nc: NatsConnection) =>
+  createAgentClient({ nc, prefix, timeoutMs: 10_000, host: TEAM_HOST_ID });
 
 async function auditRefusals(): Promise<Array<{ principal: string | null; reason: string; reply: string }>> {
   const r = await stack.db.pool.query(
@@ -114,8 +118,9 @@ beforeAll(async () => {
 
   const env: Record<string, string | undefined> = {
     ...hostEnv({ ...stack.env, natsUrl: nats.url }),
-    NATS_USER: "host",
+    NATS_USER: TEAM_HOST_ID,
     NATS_PASSWORD: secrets.users.host,
+    PI_HOST_ID: TEAM_HOST_ID,
     PI_NATS_RPC_USER: "host-rpc",
     PI_NATS_RPC_PASSWORD: secrets.users["host-rpc"],
     PI_STREAM_MAX_BYTES: String(8 * 1024 * 1024),
@@ -188,9 +193,13 @@ describe("replies go only to the caller (clause 1)", () => {
       mallory.publish(`${prefix}.rpc.mallory.host.hello`, encodeJson({ protocolVersion: 1 }), { reply });
     // A worker's request aimed at another worker's inbox: its claim is not served either.
     const wb = await as("wb");
-    wb.publish(agentSubject(prefix, "heartbeat"), encodeJson({ turnId: a.turnId, token: a.token }), {
-      reply: `${inboxPrefix("wb")}.x.1`,
-    });
+    wb.publish(
+      workerHostSubject(prefix, TEAM_HOST_ID, "heartbeat"),
+      encodeJson({ turnId: a.turnId, token: a.token }),
+      {
+        reply: `${inboxPrefix("wb")}.x.1`,
+      },
+    );
     await Promise.all([mallory.flush(), wb.flush()]);
 
     const refusals = await eventually(async () => {
@@ -287,7 +296,7 @@ describe("one NATS user per worker and per plugin (clause 4)", () => {
     const wb = await as("wb");
     const taps = [
       `${prefix}.agent.>`,
-      agentSubject(prefix, "tools.execute"),
+      workerHostSubject(prefix, TEAM_HOST_ID, "tools.execute"),
       `${inboxPrefix("wa")}.>`,
       `${prefix}.agent.cancel.wa.>`,
       agentSubject(prefix, "offer"),

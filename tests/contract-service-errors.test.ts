@@ -5,7 +5,12 @@ import type { Msg } from "@nats-io/nats-core";
 import { ServiceErrorCodeHeader, ServiceErrorHeader, Svcm } from "@nats-io/services";
 import { describe, expect, it } from "vitest";
 import { decodeJson, encodeJson } from "../services/protocol/envelope.ts";
-import { agentSubject, HOST_SERVICE_NAME, rpcSubject } from "../services/protocol/subjects.ts";
+import {
+  HOST_SERVICE_NAME,
+  hostForwardSubject,
+  rpcSubject,
+  workerHostSubject,
+} from "../services/protocol/subjects.ts";
 import { useStack } from "./support/stack-fixture.ts";
 
 const stack = useStack("svcerr", { host: true });
@@ -47,7 +52,7 @@ describe("service error headers", () => {
     ],
     [
       "a worker call without a valid token",
-      () => agentSubject(stack.env.prefix, "heartbeat"),
+      () => workerHostSubject(stack.env.prefix, stack.agent.host, "heartbeat"),
       encodeJson({ turnId: "t1", token: "forged" }),
       "TURN_TOKEN_INVALID",
       403,
@@ -75,10 +80,50 @@ describe("service error headers", () => {
       errors: 6,
       codes: { UNKNOWN_METHOD: 2, INVALID_PARAMS: 2, PROTOCOL_MISMATCH: 1, SESSION_NOT_FOUND: 1 },
     });
-    expect(bySubject.get(agentSubject(stack.env.prefix, "heartbeat"))).toEqual({
+    expect(bySubject.get(workerHostSubject(stack.env.prefix, stack.agent.host, "heartbeat"))).toEqual({
       errors: 1,
       codes: { TURN_TOKEN_INVALID: 1 },
     });
-    expect(bySubject.get(agentSubject(stack.env.prefix, "claim"))).toEqual({ errors: 0, codes: {} });
+    expect(bySubject.get(workerHostSubject(stack.env.prefix, stack.agent.host, "claim"))).toEqual({
+      errors: 0,
+      codes: {},
+    });
+  });
+
+  it("a $SRV request whose reply subject is no inbox gets no answer and is recorded (no host-to-host publish)", async () => {
+    // The finding: a $SRV request with reply `<prefix>.host.fwd.<host>` made the serving user publish
+    // the answer there (the host logged host.forward_malformed). $SRV gets the reply rule too.
+    const client = new Svcm(stack.nc).client();
+    const infos = [];
+    for await (const s of await client.info(HOST_SERVICE_NAME)) infos.push(s);
+    const mine = infos.find((s) => s.metadata?.prefix === stack.env.prefix);
+    expect(mine).toBeDefined();
+    const target = hostForwardSubject(stack.env.prefix, stack.agent.host);
+    const seen: string[] = [];
+    const tap = stack.nc.subscribe(target, {
+      callback: (_e, m) => {
+        seen.push(m.subject);
+      },
+    });
+    await stack.nc.flush();
+    for (const verb of ["PING", "INFO", "STATS"])
+      stack.nc.publish(`$SRV.${verb}.${HOST_SERVICE_NAME}.${mine!.id}`, new Uint8Array(0), { reply: target });
+    await stack.nc.flush();
+    await expect
+      .poll(
+        () =>
+          stack.host!.lines.filter((l) => l.includes('"event":"host.reply_refused"') && l.includes("$SRV."))
+            .length,
+      )
+      .toBe(3);
+    await stack.nc.flush();
+    expect(seen).toEqual([]);
+    expect(stack.host!.lines.some((l) => l.includes('"event":"host.forward_malformed"'))).toBe(false);
+    tap.unsubscribe();
+    // An inbox still gets its answer.
+    const ping = await stack.nc.request(`$SRV.PING.${HOST_SERVICE_NAME}.${mine!.id}`, new Uint8Array(0), {
+      timeout: 5_000,
+    });
+    expect(decodeJson(ping.data)).toMatchObject({ name: HOST_SERVICE_NAME, id: mine!.id });
   });
 });

@@ -204,7 +204,12 @@ describe("file tools through the host run as the sandbox user, in the sandbox", 
     writeFileSync(path.join(ws, "ok.txt"), "found me\n");
     const t0 = Date.now();
     // The host answers after Grep's 10 s bound: a client that waits longer than the stack's 10 s.
-    const patient = createAgentClient({ nc: stack.nc, prefix: stack.env.prefix, timeoutMs: 30_000 });
+    const patient = createAgentClient({
+      nc: stack.nc,
+      prefix: stack.env.prefix,
+      timeoutMs: 30_000,
+      host: stack.agent.host,
+    });
     const stuck = await patient.call<ToolExecuteResult>("tools.execute", {
       sessionId: assignment.sessionId,
       turnId: assignment.turnId,

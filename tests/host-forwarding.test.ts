@@ -1,15 +1,17 @@
-// Requests reach any host (issue #16 clause 4; docs/protocol.md "Several hosts"): two hosts on one
-// database and one prefix, every session created while host A was alone (so A owns them), then host
-// B joins the queue group. NATS hands each request to one of the two at random, so each case sends a
-// run of requests and reads B's log for the ones it forwarded (`host.request_forwarded`): with 16 or
-// more requests the chance that B got none is below 1 in 65,000. Whatever B received, the answer is
-// the owner's: the same view, FORBIDDEN for bob (A authorized it), one turn for one idempotency key,
-// a worker's token valid on either host. With A paused (SIGSTOP) B answers HOST_UNAVAILABLE within
+// Requests reach any host (docs/protocol.md "Several hosts"): two hosts on one database and one
+// prefix, every session created while host A was alone (so A owns them), then host B joins the queue
+// group. NATS hands each person's request to one of the two at random, so each case sends a run of
+// requests and reads B's log for the ones it forwarded (`host.request_forwarded`): with 16 or more
+// requests the chance that B got none is below 1 in 65,000. Whatever B received, the answer is the
+// owner's: the same view, FORBIDDEN for bob (A authorized it), one turn for one idempotency key. A
+// forward waits as long as its caller says it does. A worker's calls never travel that way: they go
+// straight to the host its offer names. With A paused (SIGSTOP) B answers HOST_UNAVAILABLE within
 // its forward timeout and serves nothing itself. Under the generated NATS configuration a person
 // cannot publish or subscribe on the host-to-host subjects.
 import { type NatsConnection, PermissionViolationError } from "@nats-io/nats-core";
 import { describe, expect, it } from "vitest";
 import { decodeJson, encodeJson } from "../services/protocol/envelope.ts";
+import { createRpcClient } from "../services/protocol/rpc-client.ts";
 import type { ProjectView, SessionView, TurnAssignment } from "../services/protocol/schemas.ts";
 import { hostForwardReplySubject, hostForwardSubject, rpcSubject } from "../services/protocol/subjects.ts";
 import { hostEnv, type ManagedProcess, spawnTs } from "./support/processes.ts";
@@ -150,13 +152,57 @@ describe("two hosts, sessions owned by host A", () => {
     expect(made.map((t) => t.id)).toEqual([...turns]);
   });
 
-  it("a worker's requests for a turn reach its owner whichever host gets them (turnId routing)", async () => {
-    // The offer comes from A (the owner); the claim may arrive at either host.
+  it("a worker's calls go straight to the owner its offer names; none is forwarded, and B knows none of A's turns", async () => {
+    // The offer comes from A (the owner) and names it; the claim and every later call go to A's own
+    // subjects, so nothing of a turn ever waits on a forward (docs/protocol.md "Agent-worker protocol").
     const a: TurnAssignment = await promptAndClaim(stack, sessions.worker, "beat");
-    const before = forwardedBy(B(), "heartbeat").length;
-    for (let i = 0; i < RUN; i++) await stack.agent.call("heartbeat", { turnId: a.turnId, token: a.token });
-    // B knows no token of A's turns: had it served a heartbeat itself, it would be TURN_TOKEN_INVALID.
-    expect(forwardedBy(B(), "heartbeat").length).toBeGreaterThan(before);
+    expect(a.host).toBe("host-a");
+    const toA = stack.agent.to("host-a");
+    const toB = stack.agent.to("host-b");
+    for (let i = 0; i < RUN; i++) await toA.call("heartbeat", { turnId: a.turnId, token: a.token });
+    for (const p of [A(), B()]) expect(forwardedBy(p, "heartbeat")).toEqual([]);
+    // B's worker subjects serve only B's turns: A's token and A's turn mean nothing there.
+    expect(await refusalCode(toB.call("heartbeat", { turnId: a.turnId, token: a.token }))).toBe(
+      "TURN_TOKEN_INVALID",
+    );
+    expect(await refusalCode(toB.call("claim", { turnId: a.turnId, workerId: "testworker" }))).toBe(
+      "TURN_NOT_CLAIMABLE",
+    );
+    expect(
+      logged(B(), "host.request_forwarded").filter((o) => String(o.subject).includes(".agent.")),
+    ).toEqual([]);
+  });
+
+  it("a forward waits as long as its caller does (Pi-Timeout-Ms), never a fixed time of its own", async () => {
+    // A is slow (paused for longer than B's PI_FORWARD_TIMEOUT_MS): a caller that says it waits 8 s
+    // gets A's own answer through B; the fixed timeout applies only to callers that say nothing.
+    const a = A();
+    const before = forwardedBy(B(), "session.get").length;
+    a.child.kill("SIGSTOP");
+    const resume = setTimeout(() => a.child.kill("SIGCONT"), FORWARD_TIMEOUT_MS + 1_500);
+    try {
+      const patient = createRpcClient({
+        nc: stack.nc,
+        prefix: stack.env.prefix,
+        principal: "alice",
+        timeoutMs: 8_000,
+      });
+      // NATS hands each request to A or B: B's forwards are the ones that prove the point.
+      const views = await Promise.all(
+        Array.from({ length: RUN }, () =>
+          patient.call<SessionView>("session.get", { sessionId: sessions.get }),
+        ),
+      );
+      for (const v of views) expect(v.id).toBe(sessions.get);
+      const forwarded = forwardedBy(B(), "session.get").slice(before);
+      expect(forwarded.length).toBeGreaterThan(0);
+      expect(
+        logged(B(), "host.forward_failed").filter((o) => String(o.subject).endsWith(".session.get")),
+      ).toEqual([]);
+    } finally {
+      clearTimeout(resume);
+      a.child.kill("SIGCONT");
+    }
   });
 
   it("a lease naming a dead host is HOST_UNAVAILABLE at once, from either host, and nothing is served", async () => {

@@ -5,7 +5,7 @@ import { jetstreamManager } from "@nats-io/jetstream";
 import { Svcm } from "@nats-io/services";
 import { describe, expect, it } from "vitest";
 import type { ProjectView, SessionView } from "../services/protocol/schemas.ts";
-import { eventStreamName, HOST_SERVICE_NAME } from "../services/protocol/subjects.ts";
+import { eventStreamName, HOST_SERVICE_NAME, workerHostSubject } from "../services/protocol/subjects.ts";
 import { hostEnv, spawnTs } from "./support/processes.ts";
 import { addMembers, eventually } from "./support/stack.ts";
 import { useStack } from "./support/stack-fixture.ts";
@@ -29,7 +29,10 @@ describe("host service", () => {
     expect(mine).toBeDefined();
     const subjects = mine!.endpoints.map((e) => e.subject);
     expect(subjects).toEqual(
-      expect.arrayContaining([`${stack.env.prefix}.rpc.>`, `${stack.env.prefix}.agent.tools.execute`]),
+      expect.arrayContaining([
+        `${stack.env.prefix}.rpc.>`,
+        workerHostSubject(stack.env.prefix, stack.agent.host, "tools.execute"),
+      ]),
     );
     const pings = [];
     for await (const p of await client.ping(HOST_SERVICE_NAME, mine!.id)) pings.push(p);

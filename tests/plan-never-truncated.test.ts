@@ -33,7 +33,7 @@ function bigPlan(): string {
 }
 
 async function contextOf(a: TurnAssignment): Promise<unknown[]> {
-  const worker = agentClient({ nc: stack.nc, prefix: stack.env.prefix, timeoutMs: 10_000 });
+  const worker = agentClient({ nc: stack.nc, prefix: stack.env.prefix, timeoutMs: 10_000 }).to(a.host);
   const joiner = createPartJoiner();
   const messages: unknown[] = [];
   let cursor: number | undefined;
@@ -67,7 +67,7 @@ describe("a plan is never truncated", () => {
     const { session } = await newPlanSession(stack, "big", []);
     const events = stack.events(session.id);
     const a = await promptAndClaim(stack, session.id);
-    const worker = agentClient({ nc: stack.nc, prefix: stack.env.prefix, timeoutMs: 30_000 });
+    const worker = agentClient({ nc: stack.nc, prefix: stack.env.prefix, timeoutMs: 30_000 }).to(a.host);
     const args = { title: "Big", markdown, question: "All of it?" };
     // The assistant message carrying the call, then the call itself, each far over max_payload.
     await callBounded(stack.nc, worker, "append", {

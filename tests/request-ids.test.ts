@@ -6,7 +6,7 @@ import { describe, expect, it } from "vitest";
 import { encodeJson } from "../services/protocol/envelope.ts";
 import { REQUEST_ID_HEADER } from "../services/protocol/rpc-client.ts";
 import type { ProjectView, SessionView } from "../services/protocol/schemas.ts";
-import { pluginWildcard, rpcSubject } from "../services/protocol/subjects.ts";
+import { pluginWildcard, rpcSubject, workerHostSubject } from "../services/protocol/subjects.ts";
 import type { ScriptStep } from "../services/protocol/values.ts";
 import { pihost } from "./support/cli.ts";
 import { hostEnv, type ManagedProcess, spawnTs } from "./support/processes.ts";
@@ -73,8 +73,8 @@ describe("request ids", () => {
     const hostLines = linesWith(stack.host!.lines, id);
     const served = hostLines.filter((l) => l.event === "host.request_served").map((l) => String(l.subject));
     expect(served).toContain(`${stack.env.prefix}.rpc.alice.session.prompt`);
-    expect(served).toContain(`${stack.env.prefix}.agent.claim`);
-    expect(served).toContain(`${stack.env.prefix}.agent.turn.end`);
+    expect(served).toContain(workerHostSubject(stack.env.prefix, stack.agent.host, "claim"));
+    expect(served).toContain(workerHostSubject(stack.env.prefix, stack.agent.host, "turn.end"));
     // Only this turn's worker lines carry it.
     const claimed = linesWith(stack.worker!.lines, id).find((l) => l.event === "turn.claimed")!;
     expect(claimed.sessionId).toBe(s.id);

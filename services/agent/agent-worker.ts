@@ -34,13 +34,14 @@ const REMEMBERED_TURNS = 10_000;
 export function createAgentWorker(opts: AgentWorkerOptions) {
   const { nc, prefix, workerId, log } = opts;
   // Every call a turn makes carries the turn's request id (the offer's: the prompt's), as do its log lines.
-  const client = agentClient({
+  // Each turn's calls go to the host that owns it (the offer and the claim name it), never elsewhere.
+  const bus = agentClient({
     nc,
     prefix,
     timeoutMs: opts.callTimeoutMs ?? 30_000,
     requestId: currentRequestId,
   });
-  const toolClient = agentClient({
+  const toolBus = agentClient({
     nc,
     prefix,
     timeoutMs: opts.toolTimeoutMs ?? 15 * 60_000,
@@ -61,7 +62,7 @@ export function createAgentWorker(opts: AgentWorkerOptions) {
   };
 
   const models = opts.models ?? builtInModels();
-  const hello = () => client.hello(workerId, models.served());
+  const hello = () => bus.hello(workerId, models.served());
   /** Whether this worker can run the offered turn's model (the scripted test provider: always). */
   const serves = (m: TurnOffer["model"]) => {
     if (!m || m.provider === SCRIPTED_PROVIDER) return true;
@@ -95,7 +96,7 @@ export function createAgentWorker(opts: AgentWorkerOptions) {
   async function claimTurn(offer: TurnOffer): Promise<void> {
     let assignment: TurnAssignment;
     try {
-      assignment = await client.call("claim", { turnId: offer.turnId, workerId });
+      assignment = await bus.to(offer.host).call("claim", { turnId: offer.turnId, workerId });
     } catch (err) {
       // Another worker has it (TURN_NOT_CLAIMABLE, ...): quiet. A lost reply may be retried on a re-offer.
       if (!isAppError(err)) log.error("turn.claim_failed", { turnId: offer.turnId, ...errorFields(err) });
@@ -111,8 +112,8 @@ export function createAgentWorker(opts: AgentWorkerOptions) {
       nc,
       prefix,
       workerId,
-      client,
-      toolClient,
+      client: bus.to(assignment.host),
+      toolClient: toolBus.to(assignment.host),
       log,
       scriptedCallLog: opts.scriptedCallLog,
       models,
@@ -166,6 +167,8 @@ export function createAgentWorker(opts: AgentWorkerOptions) {
     async stop(graceMs = 10_000): Promise<void> {
       if (stopping) return;
       stopping = true;
+      // Hosts drop it from workers.list and models.list at once; its turns still end below.
+      bus.goodbye(workerId);
       clearInterval(helloTimer);
       rollcallSub?.unsubscribe();
       if (offerSub && !offerSub.isClosed()) await offerSub.drain().catch(() => {});

@@ -53,6 +53,20 @@ function isTransportError(err: unknown): boolean {
   return isAppError(err) && err.details?.transport === true;
 }
 
+/**
+ * The host the worker talks to no longer owns the turn: it was taken over (SESSION_LEASE_LOST, or
+ * HOST_FENCED for a host superseded whole) or is gone (nobody listens on its subjects). The turn is
+ * then the new owner's to end (its fence announces it): the worker stops, reports nothing more.
+ */
+function ownerGone(err: unknown): boolean {
+  if (!isAppError(err)) return false;
+  return (
+    err.code === "SESSION_LEASE_LOST" ||
+    err.code === "HOST_FENCED" ||
+    (err.code === "HOST_UNAVAILABLE" && err.details?.noResponders === true)
+  );
+}
+
 function describe(err: unknown): string {
   if (isAppError(err)) return `${err.code}: ${err.message}`;
   return err instanceof Error ? err.message : String(err);
@@ -87,6 +101,14 @@ export function startTurn(assignment: TurnAssignment, deps: TurnRunnerDeps): Run
   let abortReason: string | undefined;
   let abortCode: "WORKER_STOPPED" | undefined;
   let agent: Agent | undefined;
+  /** Set when the owning host lost the turn (ownerGone): nothing more is sent about it. */
+  let ownerLost = false;
+  const loseOwner = (err: unknown) => {
+    if (ownerLost) return;
+    ownerLost = true;
+    deps.log.warn("turn.owner_lost", { ...fields, ...errorFields(err) });
+    abort("the host no longer owns this turn");
+  };
 
   const abort = (reason: string, code?: "WORKER_STOPPED") => {
     if (stop.signal.aborted) return;
@@ -136,10 +158,13 @@ export function startTurn(assignment: TurnAssignment, deps: TurnRunnerDeps): Run
         await deps.client.call("heartbeat", { turnId, token });
         lastOk = Date.now();
       } catch (err) {
-        if (!isTransportError(err)) {
+        if (ownerGone(err) && !isTransportError(err)) {
+          loseOwner(err);
+        } else if (!isTransportError(err)) {
           abort(`heartbeat refused (${describe(err)})`);
         } else if (Date.now() - lastOk > leaseMs) {
-          abort("lease lost: heartbeats unanswered");
+          // Unanswered for a whole lease: the host is gone or cut off, and another may own the turn.
+          loseOwner(err);
         } else {
           deps.log.warn("turn.heartbeat_unanswered", { ...fields, ...errorFields(err) });
         }
@@ -217,7 +242,11 @@ export function startTurn(assignment: TurnAssignment, deps: TurnRunnerDeps): Run
             signal,
           );
         } catch (err) {
-          if (!isTransportError(err) || attempt >= TOOL_ATTEMPTS || signal?.aborted) throw err;
+          // The owner lost the turn: this call's outcome is the new owner's record
+          // (TOOL_OUTCOME_UNKNOWN), never a result the model sees.
+          if (ownerGone(err) && (!isTransportError(err) || attempt >= TOOL_ATTEMPTS)) loseOwner(err);
+          if (!isTransportError(err) || attempt >= TOOL_ATTEMPTS || signal?.aborted || ownerLost) throw err;
+          await new Promise((r) => setTimeout(r, 200 * attempt));
           deps.log.warn("turn.tool_retry", {
             ...fields,
             toolCallId: req.toolCallId,
@@ -271,6 +300,7 @@ export function startTurn(assignment: TurnAssignment, deps: TurnRunnerDeps): Run
       if (event.type !== "message_end") return;
       const message = event.message;
       if (message.role !== "assistant" && message.role !== "toolResult") return;
+      if (ownerLost) return;
       if (message.role === "assistant") await deltas.flush();
       if (message.role === "assistant" && callTools)
         for (const c of message.content)
@@ -282,6 +312,7 @@ export function startTurn(assignment: TurnAssignment, deps: TurnRunnerDeps): Run
         await callBounded(deps.nc, deps.client, "append", { turnId, token, messages: [wire] });
       } catch (err) {
         if (isAppError(err) && err.code === "TURN_TOKEN_INVALID") return; // the run parked or was aborted
+        if (ownerGone(err)) return loseOwner(err);
         failure ??= `append failed (${describe(err)})`;
         deps.log.error("turn.append_failed", { ...fields, role: message.role, ...errorFields(err) });
         abort("the transcript could not be appended");
@@ -325,6 +356,11 @@ export function startTurn(assignment: TurnAssignment, deps: TurnRunnerDeps): Run
   }
 
   async function endTurn(outcome: TurnOutcome): Promise<void> {
+    if (ownerLost) {
+      // The new owner ended it (its takeover aborted the turn and announced that).
+      deps.log.info("turn.ended", { ...fields, status: "aborted", ownerLost: true });
+      return;
+    }
     const error = outcome.status === "error" ? outcome.error.slice(0, MAX_ERROR_TEXT) : undefined;
     const params = {
       turnId,

@@ -66,6 +66,7 @@ describe("the permissions of each role", () => {
   it("are exactly the ones of issue #11 clause 7", () => {
     const team = parseTeam(TEAM("4222", "/var/lib/nats"));
     const byName = Object.fromEntries(natsUsers(team).map((u) => [u.name, u]));
+    // A worker's requests go to the host that owns the turn, each host's own subjects.
     const agent = [
       "claim",
       "context",
@@ -75,8 +76,7 @@ describe("the permissions of each role", () => {
       "tools.execute",
       "body.part",
       "delta",
-      "hello",
-    ].map((m) => `tp.agent.${m}`);
+    ].map((m) => `tp.agent.host.*.${m}`);
     expect(Object.keys(byName)).toEqual(["h1", "h1-rpc", "w", "w2", "plug", "alice", "bob", "root"]);
     expect(byName.alice).toEqual({
       name: "alice",
@@ -88,7 +88,7 @@ describe("the permissions of each role", () => {
     expect(byName.w).toEqual({
       name: "w",
       role: "worker",
-      publish: { allow: agent },
+      publish: { allow: [...agent, "tp.agent.hello", "tp.agent.goodbye.w"] },
       subscribe: ["tp.agent.offer workers", "tp.agent.rollcall", "tp.agent.cancel.w.>", "_INBOX_w.>"],
     });
     expect(byName.plug).toEqual({
@@ -118,10 +118,9 @@ describe("the permissions of each role", () => {
     expect(byName["h1-rpc"]).toEqual({
       name: "h1-rpc",
       role: "host-rpc",
-      publish: {
-        allow: ["_INBOX_alice.>", "_INBOX_bob.>", "_INBOX_root.>", "_INBOX_w.>", "_INBOX_w2.>", "tp.host.>"],
-      },
-      subscribe: ["tp.rpc.>", ...agent, "$SRV.>", "tp.host.>"],
+      // Only into inboxes: nothing host to host, so no request can aim its answer anywhere else.
+      publish: { allow: ["_INBOX_alice.>", "_INBOX_bob.>", "_INBOX_root.>", "_INBOX_w.>", "_INBOX_w2.>"] },
+      subscribe: ["tp.rpc.>", "tp.agent.host.h1.>", "tp.agent.hello", "tp.agent.goodbye.*", "$SRV.>"],
     });
   });
 });
@@ -269,7 +268,7 @@ describe("a running nats-server with the generated configuration", () => {
   /** The rpc user answering every request it may serve. */
   async function rpcResponder() {
     const rpc = await as(hostRpcUser("h1"));
-    for (const s of [`${P}.rpc.>`, `${P}.agent.claim`])
+    for (const s of [`${P}.rpc.>`, `${P}.agent.host.h1.claim`])
       rpc.nc.subscribe(s, {
         callback: (_e, m) => {
           m.respond(`served ${m.subject}`);
@@ -325,12 +324,24 @@ describe("a running nats-server with the generated configuration", () => {
     expect(offers.got).toEqual([`${P}.agent.offer`]);
     offers.sub.unsubscribe();
 
-    expect((await w.nc.request(`${P}.agent.claim`, "c", { timeout: 2000 })).string()).toBe(
-      `served ${P}.agent.claim`,
+    expect((await w.nc.request(`${P}.agent.host.h1.claim`, "c", { timeout: 2000 })).string()).toBe(
+      `served ${P}.agent.host.h1.claim`,
     );
-    for (const s of [`${P}.agent.offer`, `${P}.rpc.w.x`, `${P}.agent.cancel.w2.t`])
+    // No shared worker request subject is left, and a worker says goodbye only for itself.
+    for (const s of [
+      `${P}.agent.offer`,
+      `${P}.rpc.w.x`,
+      `${P}.agent.cancel.w2.t`,
+      `${P}.agent.claim`,
+      `${P}.agent.tools.execute`,
+      `${P}.agent.goodbye.w2`,
+      `${P}.agent.host.h1.session.get`,
+    ])
       expect([s, await publishOutcome(w, s)]).toEqual([s, "refused"]);
-    void rpc;
+    for (const s of [`${P}.agent.hello`, `${P}.agent.goodbye.w`, `${P}.agent.host.h9.heartbeat`])
+      expect([s, await publishOutcome(w, s)]).toEqual([s, "sent"]);
+    // A host's serving user reads only its own worker subjects.
+    expect(await subscribeOutcome(rpc, `${P}.agent.host.h9.>`)).toBe("refused");
   });
 
   it("a plugin answers a request on its subjects and can publish nothing else", async () => {
@@ -387,15 +398,15 @@ describe("a running nats-server with the generated configuration", () => {
     await jsm.streams.delete("X");
   });
 
-  it("only hosts (both users) use the host-to-host subjects: a forwarded request and its answer", async () => {
-    const owner = await as(hostRpcUser("h1"));
+  it("only a host's own user uses the host-to-host subjects: a forwarded request and its answer", async () => {
+    const owner = await as("h1");
     owner.nc.subscribe(`${P}.host.fwd.h1`, {
       callback: (_e, m) => {
         m.respond(`owner got ${m.string()}`);
       },
     });
     await owner.nc.flush();
-    for (const name of ["h1", hostRpcUser("h1")]) {
+    for (const name of ["h1"]) {
       const forwarder = await as(name);
       const answer = await forwarder.nc.request(`${P}.host.fwd.h1`, name, {
         timeout: 2000,
@@ -407,7 +418,9 @@ describe("a running nats-server with the generated configuration", () => {
     }
     const seen = collect(owner.nc, `${P}.host.>`);
     await owner.nc.flush();
-    for (const name of ["alice", "root", "w", "plug"]) {
+    // The serving user is refused too: a request (a `$SRV` one with a crafted reply subject
+    // included) can never make it publish host to host.
+    for (const name of ["alice", "root", "w", "plug", hostRpcUser("h1")]) {
       const u = await as(name);
       for (const s of [`${P}.host.fwd.h1`, `${P}.host.reply.h1.x`])
         expect([name, s, await publishOutcome(u, s)]).toEqual([name, s, "refused"]);

@@ -13,7 +13,11 @@ import {
   rpcSubject,
   rpcWildcard,
   WORKER_QUEUE,
+  workerAnyHostSubject,
   workerCancelWildcard,
+  workerGoodbyeSubject,
+  workerGoodbyeWildcard,
+  workerHostWildcard,
 } from "../protocol/subjects.ts";
 import { PREFIX_TOKEN } from "../protocol/tokens.ts";
 import { UsageError } from "./cli-error.ts";
@@ -75,7 +79,10 @@ export function hostRpcUser(host: string): string {
   return `${host}-rpc`;
 }
 
-/** The worker protocol's requests: published by workers, served by the hosts' rpc users. */
+/**
+ * The worker protocol's requests: published by workers to one host's own subjects
+ * (`<prefix>.agent.host.<host>.<method>`), each served only by that host's rpc user.
+ */
 const WORKER_REQUESTS = [
   "claim",
   "context",
@@ -85,8 +92,7 @@ const WORKER_REQUESTS = [
   "tools.execute",
   "body.part",
   "delta",
-  "hello",
-] as const satisfies ReadonlyArray<AgentMethod | "hello">;
+] as const satisfies ReadonlyArray<AgentMethod>;
 // A worker method added to the contract without a permission here does not compile.
 const _everyWorkerMethod: [Exclude<AgentMethod, (typeof WORKER_REQUESTS)[number]>] extends [never]
   ? true
@@ -356,7 +362,7 @@ export function parseSecrets(text: string, source = "secrets.json"): Secrets {
 export function natsUsers(team: Team): NatsUser[] {
   const P = team.prefix;
   const users: NatsUser[] = [];
-  const agent = (name: (typeof WORKER_REQUESTS)[number] | "offer" | "rollcall") => agentSubject(P, name);
+  const agent = (name: "offer" | "hello" | "rollcall") => agentSubject(P, name);
   const inboxes = [...team.people.map((p) => p.name), ...team.workers].map((x) => `${inboxPrefix(x)}.>`);
   for (const host of team.hosts) {
     users.push({
@@ -371,7 +377,7 @@ export function natsUsers(team: Team): NatsUser[] {
           `${P}.agent.cancel.>`,
           `${P}.plugin.>`,
           "$JS.API.>",
-          // Host to host (forwarded requests, docs/protocol.md "Several hosts"): hosts only.
+          // Host to host (forwarded requests and their answers, docs/protocol.md "Several hosts"): hosts only.
           hostWildcard(P),
         ],
       },
@@ -380,16 +386,29 @@ export function natsUsers(team: Team): NatsUser[] {
     users.push({
       name: hostRpcUser(host),
       role: "host-rpc",
-      // Replies to people and workers, and requests forwarded between hosts (and their answers).
-      publish: { allow: [...inboxes, hostWildcard(P)] },
-      subscribe: [rpcWildcard(P), ...WORKER_REQUESTS.map(agent), "$SRV.>", hostWildcard(P)],
+      // Replies to people and workers, nothing else: no host-to-host subject, so no request (a `$SRV`
+      // one with a crafted reply subject included) can make it publish anywhere but an inbox.
+      publish: { allow: inboxes },
+      subscribe: [
+        rpcWildcard(P),
+        workerHostWildcard(P, host),
+        agent("hello"),
+        workerGoodbyeWildcard(P),
+        "$SRV.>",
+      ],
     });
   }
   for (const w of team.workers) {
     users.push({
       name: w,
       role: "worker",
-      publish: { allow: WORKER_REQUESTS.map(agent) },
+      publish: {
+        allow: [
+          ...WORKER_REQUESTS.map((m) => workerAnyHostSubject(P, m)),
+          agent("hello"),
+          workerGoodbyeSubject(P, w),
+        ],
+      },
       // `subject queue`: the offer only as a member of the queue group `workers`.
       subscribe: [
         `${agent("offer")} ${WORKER_QUEUE}`,
@@ -430,7 +449,7 @@ const listenValue = (l: string) => (/^\d+$/.test(l) ? l : q(l));
 
 const ROLE_NOTE: Record<NatsRole, string> = {
   host: "host: publishes events, offers, cancels, plugin calls, JetStream API calls, host-to-host forwarding",
-  "host-rpc": "host rpc: serves requests, replies to people and workers, forwards to and answers other hosts",
+  "host-rpc": "host rpc: serves requests, replies only into people's and workers' inboxes",
   worker: "worker",
   plugin: "plugin",
   person: "person",
@@ -447,15 +466,17 @@ function header(team: Team): string[] {
     "#",
     `# Rules (prefix ${P}):`,
     `# - person N: publish ${P}.rpc.N.> (admins also $SRV.>); subscribe ${P}.evt.N.>, ${P}.live.N.>, _INBOX_N.>.`,
-    `# - worker W: publish ${P}.agent.{${WORKER_REQUESTS.join(",")}};`,
+    `# - worker W: publish ${P}.agent.host.*.{${WORKER_REQUESTS.join(",")}} (to the host that owns the turn),`,
+    `#   ${P}.agent.hello, ${P}.agent.goodbye.W;`,
     `#   subscribe ${P}.agent.offer in queue group workers only, ${P}.agent.rollcall, ${P}.agent.cancel.W.>, _INBOX_W.>.`,
     `# - plugin user with id I: subscribe ${P}.plugin.I.>; publishes nothing but one reply to each`,
     "#   request it received (allow_responses, within nats-server's default 2 minutes).",
     `# - host H: publish ${P}.evt.>, ${P}.live.>, ${P}.agent.offer, ${P}.agent.rollcall, ${P}.agent.cancel.>,`,
-    `#   ${P}.plugin.>, $JS.API.>;`,
-    "#   subscribe _INBOX_H.>.",
-    `# - host rpc user H-rpc: subscribe ${P}.rpc.>, the worker requests above, $SRV.>; publish only`,
-    "#   _INBOX_x.> of every person and worker x (no JetStream, no events, no cancels).",
+    `#   ${P}.plugin.>, $JS.API.>, ${P}.host.> (host to host);`,
+    `#   subscribe _INBOX_H.>, ${P}.host.>.`,
+    `# - host rpc user H-rpc: subscribe ${P}.rpc.>, ${P}.agent.host.H.>, ${P}.agent.hello, ${P}.agent.goodbye.*,`,
+    "#   $SRV.>; publish only _INBOX_x.> of every person and worker x (no JetStream, no events, no",
+    "#   cancels, nothing host to host).",
     "",
   ];
 }

@@ -173,9 +173,13 @@ function httpListenOf(env: NodeJS.ProcessEnv): { host: string; port: number } | 
   return parseListenAddress(v || "127.0.0.1:9464");
 }
 
-/** PI_HOST_ID (one subject token: it names the host's forward subject), else from the host name. */
+/**
+ * PI_HOST_ID (one subject token: it names the host's own worker and forward subjects), else the
+ * host's NATS user (the generated NATS configuration lets host H's serving user subscribe only to
+ * `<prefix>.agent.host.H.>`, so the two must agree), else from the host name.
+ */
 function hostIdOf(env: NodeJS.ProcessEnv): string {
-  const given = env.PI_HOST_ID;
+  const given = env.PI_HOST_ID || (env.NATS_USER && SUBJECT_TOKEN.test(env.NATS_USER) ? env.NATS_USER : "");
   if (given) {
     if (!SUBJECT_TOKEN.test(given))
       throw new Error(

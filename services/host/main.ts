@@ -206,6 +206,7 @@ async function main(): Promise<void> {
   const dispatcher = createTurnDispatcher({
     nc,
     prefix: config.prefix,
+    hostId: config.hostId,
     clock,
     leaseMs: config.leaseMs,
     offerIntervalMs: config.offerIntervalMs,
@@ -448,7 +449,7 @@ async function main(): Promise<void> {
     metrics,
     // Several hosts: a request for a session another host owns is forwarded to it once (forward.ts).
     forwarding: createForwarding({
-      nc: rpcNc,
+      nc,
       prefix: config.prefix,
       hostId: config.hostId,
       timeoutMs: forwardTimeoutMs(process.env),
@@ -488,6 +489,7 @@ async function main(): Promise<void> {
       if (hello) workers.heard(hello);
       dispatcher.reoffer();
     },
+    onWorkerGoodbye: (workerId) => workers.forget(workerId),
     devMode: config.devMode,
     workerOf: (() => {
       // A worker's proven requests also keep it listed, with the turns it holds (workers.list).

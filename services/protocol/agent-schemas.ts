@@ -31,6 +31,8 @@ export const TurnOffer = Type.Object(
     sessionId: Id,
     kind: Type.String(),
     model: Type.Optional(Type.Object({ provider: Type.String(), model: Type.String() })),
+    /** The host that owns the turn: the claim and every later call go to its own subjects. */
+    host: Id,
   },
   { additionalProperties: false },
 );
@@ -189,6 +191,8 @@ export const TurnAssignment = Type.Object({
   model: ModelConfig,
   leaseMs: Type.Number(),
   heartbeatMs: Type.Number(),
+  /** The host that owns the turn; every call of the turn goes to its subjects (workerHostSubject). */
+  host: Type.String(),
 });
 export type TurnAssignment = Static<typeof TurnAssignment>;
 

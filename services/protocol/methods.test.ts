@@ -62,13 +62,18 @@ describe("typed clients", () => {
 
   it("the agent client is typed the same way and says hello through the contract's encoder", async () => {
     const { nc, sent } = fakeNc({ ok: true });
-    const client = agentClient({ nc, prefix: "pi" });
+    const bus = agentClient({ nc, prefix: "pi" });
+    const client = bus.to("h1");
     const r = await client.call("heartbeat", { turnId: "t1", token: "k" });
     expectTypeOf(r).toEqualTypeOf<ResultOf<"heartbeat">>();
+    // A worker's calls go to the host that owns the turn, on that host's own subjects.
+    expect(sent.at(-1)?.subject).toBe("pi.agent.host.h1.heartbeat");
     // @ts-expect-error a client method is not an agent method
     await client.call("session.get", { sessionId: "s1" });
-    client.hello("w1");
+    bus.hello("w1");
     expect(sent.at(-1)).toEqual({ subject: "pi.agent.hello", body: '{"workerId":"w1","protocolVersion":1}' });
+    bus.goodbye("w1");
+    expect(sent.at(-1)).toEqual({ subject: "pi.agent.goodbye.w1", body: '{"workerId":"w1"}' });
   });
 });
 

@@ -5,7 +5,13 @@ import type { AgentHello } from "./agent-schemas.ts";
 import { AppError } from "./app-error.ts";
 import { encodeJson, unwrapReply } from "./envelope.ts";
 import type { AgentMethod, ClientMethod, Method, ParamsOf, ResultOf } from "./methods.ts";
-import { agentSubject, PROTOCOL_VERSION, rpcSubject } from "./subjects.ts";
+import {
+  agentSubject,
+  PROTOCOL_VERSION,
+  rpcSubject,
+  workerGoodbyeSubject,
+  workerHostSubject,
+} from "./subjects.ts";
 
 export interface RpcClientOptions {
   nc: NatsConnection;
@@ -17,6 +23,11 @@ export interface RpcClientOptions {
 
 /** The header a request id travels in: requests, their replies, turn offers, plugin calls. */
 export const REQUEST_ID_HEADER = "Pi-Request-Id";
+/**
+ * How long the caller waits for this reply (ms), sent with every request: a host that forwards the
+ * request to the session's owner waits that long, never a fixed time of its own (bus/forward.ts).
+ */
+export const TIMEOUT_HEADER = "Pi-Timeout-Ms";
 /** What a caller's request id may be; the host replaces anything else by one it makes. */
 export const REQUEST_ID_PATTERN = /^[A-Za-z0-9_-]{1,64}$/;
 
@@ -43,14 +54,12 @@ async function request<T>(
   requestIdOpt: RpcClientOptions["requestId"],
 ): Promise<T> {
   const requestId = typeof requestIdOpt === "function" ? requestIdOpt() : requestIdOpt;
-  let h: ReturnType<typeof headers> | undefined;
-  if (requestId !== undefined) {
-    h = headers();
-    h.set(REQUEST_ID_HEADER, requestId);
-  }
+  const h = headers();
+  h.set(TIMEOUT_HEADER, String(timeout));
+  if (requestId !== undefined) h.set(REQUEST_ID_HEADER, requestId);
   let msg: Awaited<ReturnType<NatsConnection["request"]>>;
   try {
-    msg = await nc.request(subject, encodeJson(params), { timeout, ...(h ? { headers: h } : {}) });
+    msg = await nc.request(subject, encodeJson(params), { timeout, headers: h });
   } catch (cause) {
     // No host subscribed at all (every host stopped or not started): retriable, and said as such.
     if ((cause as { isNoResponders?: () => boolean }).isNoResponders?.() === true)
@@ -89,25 +98,46 @@ export function rpcClient(opts: RpcClientOptions & { principal: string }) {
 }
 export type TypedRpcClient = ReturnType<typeof rpcClient>;
 
-/** Agent-worker methods, `<prefix>.agent.<method>`, typed by the METHODS table, and the worker's hello. */
+/**
+ * Agent-worker methods, typed by the METHODS table: `to(host)` sends them to that host's own subjects
+ * (`<prefix>.agent.host.<host>.<method>`, the host a turn's offer and claim name); `hello` and
+ * `goodbye` announce the worker to every host.
+ */
 export function agentClient(opts: RpcClientOptions) {
   const timeout = opts.timeoutMs ?? 30_000;
-  const raw = <T = unknown>(method: string, params: unknown): Promise<T> =>
-    request<T>(opts.nc, `${opts.prefix}.agent.${method}`, params, timeout, opts.requestId);
+  const to = (host: string) => {
+    const raw = <T = unknown>(method: string, params: unknown): Promise<T> =>
+      request<T>(
+        opts.nc,
+        workerHostSubject(opts.prefix, host, method as AgentMethod),
+        params,
+        timeout,
+        opts.requestId,
+      );
+    return {
+      host,
+      call<M extends AgentMethod>(method: M, params: ParamsOf<M>): Promise<ResultOf<M>> {
+        return raw<ResultOf<M>>(method, params);
+      },
+      /** Any agent method name and body, unchecked. */
+      raw,
+    };
+  };
   return {
-    call<M extends AgentMethod>(method: M, params: ParamsOf<M>): Promise<ResultOf<M>> {
-      return raw<ResultOf<M>>(method, params);
-    },
-    /** Any agent method name and body, unchecked. */
-    raw,
+    to,
     /** Announces a worker and what it serves; the host re-publishes waiting offers (docs/protocol.md, step 1). */
     hello(workerId: string, serves?: AgentHello["serves"]): void {
       const body: AgentHello = { workerId, protocolVersion: PROTOCOL_VERSION, ...(serves ? { serves } : {}) };
       opts.nc.publish(agentSubject(opts.prefix, "hello"), encodeJson(body));
     },
+    /** The worker stops: every host drops it from workers.list and models.list at once. */
+    goodbye(workerId: string): void {
+      opts.nc.publish(workerGoodbyeSubject(opts.prefix, workerId), encodeJson({ workerId }));
+    },
   };
 }
-export type TypedAgentClient = ReturnType<typeof agentClient>;
+/** The agent-worker methods of one host (`agentClient(...).to(host)`). */
+export type TypedAgentClient = ReturnType<ReturnType<typeof agentClient>["to"]>;
 
 /** The loose client of the tests: any method name, any body, the result type the caller names. */
 export function createRpcClient(opts: RpcClientOptions & { principal: string }) {
@@ -121,13 +151,18 @@ export function createRpcClient(opts: RpcClientOptions & { principal: string }) 
 }
 export type RpcClient = ReturnType<typeof createRpcClient>;
 
-/** The loose agent-worker client of the tests (any of the agent methods, any body). */
-export function createAgentClient(opts: RpcClientOptions) {
-  const { raw } = agentClient(opts);
+/**
+ * The loose agent-worker client of the tests (any of the agent methods, any body), sent to `host`'s
+ * subjects; `to(other)` is the same client for another host.
+ */
+export function createAgentClient(opts: RpcClientOptions & { host: string }) {
+  const client = agentClient(opts).to(opts.host);
   return {
+    host: opts.host,
     call<T = unknown>(method: AgentMethod, params: unknown): Promise<T> {
-      return raw<T>(method, params);
+      return client.raw<T>(method, params);
     },
+    to: (host: string) => createAgentClient({ ...opts, host }),
   };
 }
 export type AgentClient = ReturnType<typeof createAgentClient>;

@@ -27,9 +27,45 @@ export function parseRpcSubject(
   return { principal: rest.slice(0, dot), method: rest.slice(dot + 1) };
 }
 
-/** Agent-worker subjects: `<prefix>.agent.<name>` (claim, context, append, heartbeat, tools.execute, ...). */
-export function agentSubject(prefix: string, name: AgentMethod | "offer" | "hello" | "rollcall"): string {
+/**
+ * The worker subjects every host shares: `<prefix>.agent.offer` (host -> workers, queue group),
+ * `.hello` (worker -> hosts) and `.rollcall` (host -> workers). A worker's requests go to one host's
+ * own subjects instead (`workerHostSubject`).
+ */
+export function agentSubject(prefix: string, name: "offer" | "hello" | "rollcall"): string {
   return `${prefix}.agent.${name}`;
+}
+
+/**
+ * A worker's request to the host that owns the turn, `<prefix>.agent.host.<hostId>.<method>`
+ * (docs/protocol.md "Agent-worker protocol"): the offer names that host, and every call of the turn
+ * (claim included) goes there, never through another host.
+ */
+export function workerHostSubject(prefix: string, hostId: string, method: AgentMethod): string {
+  return `${prefix}.agent.host.${hostId}.${method}`;
+}
+
+/** Every worker request to one host (what that host's serving user subscribes to). */
+export function workerHostWildcard(prefix: string, hostId: string): string {
+  return `${prefix}.agent.host.${hostId}.>`;
+}
+
+/** Worker requests to any host (what a worker may publish, one method a pattern). */
+export function workerAnyHostSubject(prefix: string, method: AgentMethod): string {
+  return `${prefix}.agent.host.*.${method}`;
+}
+
+/**
+ * A stopping worker's goodbye, `<prefix>.agent.goodbye.<workerId>`: under its own id, so a worker can
+ * say goodbye only for itself; hosts drop it from workers.list and models.list at once.
+ */
+export function workerGoodbyeSubject(prefix: string, workerId: string): string {
+  return `${prefix}.agent.goodbye.${workerId}`;
+}
+
+/** Every worker's goodbye (what hosts subscribe to). */
+export function workerGoodbyeWildcard(prefix: string): string {
+  return `${prefix}.agent.goodbye.*`;
 }
 
 /**

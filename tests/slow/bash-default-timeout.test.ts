@@ -21,7 +21,12 @@ afterAll(async () => {
 
 it("a Bash call without timeout is ended after 60 s with TOOL_TIMEOUT", { timeout: 120_000 }, async () => {
   const { assignment: a } = await sandboxTurn(stack, "agent");
-  const agent = createAgentClient({ nc: stack.nc, prefix: stack.env.prefix, timeoutMs: 90_000 });
+  const agent = createAgentClient({
+    nc: stack.nc,
+    prefix: stack.env.prefix,
+    timeoutMs: 90_000,
+    host: stack.agent.host,
+  });
   // Keep the turn's lease alive while the command runs, as a worker would.
   const beat = setInterval(() => {
     agent.call("heartbeat", { turnId: a.turnId, token: a.token }).catch(() => {});

@@ -42,6 +42,7 @@ function bash(a: TurnAssignment, command: string, timeout = 30): Promise<ToolExe
     nc: stack.nc,
     prefix: stack.env.prefix,
     timeoutMs: 40_000,
+    host: stack.agent.host,
   }).call<ToolExecuteResult>("tools.execute", {
     sessionId: a.sessionId,
     turnId: a.turnId,

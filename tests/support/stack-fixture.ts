@@ -36,7 +36,7 @@ export async function openStack(label: string, opts: StackOptions = {}): Promise
   const dispose = () => disposeStack(stack, label, since, teardowns);
   const disposable: DisposableStack = Object.assign(stack, { [Symbol.asyncDispose]: dispose });
   try {
-    if (opts.extra) stack.env.extra = { ...opts.extra };
+    if (opts.extra) stack.env.extra = { ...stack.env.extra, ...opts.extra };
     await opts.prepare?.(stack);
     if (opts.host) await stack.startHost();
     if (opts.worker) await stack.startWorker();

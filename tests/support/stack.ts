@@ -44,6 +44,9 @@ export interface EventCollector {
   stop(): void;
 }
 
+/** The host id of a test stack's host unless a test names another (PI_HOST_ID in `env.extra`). */
+export const TEST_HOST_ID = "h1";
+
 export async function createStack(label: string): Promise<Stack> {
   const db = await createTestDatabase(label);
   const nc = await connectNats();
@@ -57,6 +60,8 @@ export async function createStack(label: string): Promise<Stack> {
     workspaceRoots: [dir],
     dataDir: path.join(dir, "data"),
     callLog: path.join(dir, "calls.jsonl"),
+    // A known host id, so the test's agent client can send to that host's own worker subjects.
+    extra: { PI_HOST_ID: TEST_HOST_ID },
   };
   const subs: Subscription[] = [];
   const procs: ManagedProcess[] = [];
@@ -68,7 +73,15 @@ export async function createStack(label: string): Promise<Stack> {
     host: null,
     worker: null,
     rpc: (principal = "alice") => createRpcClient({ nc, prefix: env.prefix, principal }),
-    agent: createAgentClient({ nc, prefix: env.prefix, timeoutMs: 10_000 }),
+    /** The agent-worker client of the stack's host (PI_HOST_ID in `env.extra`); `.to(id)` for another. */
+    get agent() {
+      return createAgentClient({
+        nc,
+        prefix: env.prefix,
+        timeoutMs: 10_000,
+        host: env.extra?.PI_HOST_ID ?? TEST_HOST_ID,
+      });
+    },
     async startHost() {
       const p = startHost(env);
       procs.push(p);

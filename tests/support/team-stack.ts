@@ -10,6 +10,9 @@ import { hostEnv, type ManagedProcess, spawnTs } from "./processes.ts";
 import type { Stack } from "./stack.ts";
 import { freePort, type PrivateNats, startPrivateNats } from "./test-nats.ts";
 
+/** The team file's one host, which is also its PI_HOST_ID. */
+export const TEAM_HOST_ID = "host";
+
 export interface TeamStack {
   nats: PrivateNats;
   secrets: Secrets;
@@ -35,7 +38,7 @@ export async function startTeamStack(
       prefix,
       listen: "127.0.0.1:4222",
       maxPayload: "8MB",
-      hosts: ["host"],
+      hosts: [TEAM_HOST_ID],
       workers: ["w1"],
       people: opts.people,
       ...(wsPort !== null
@@ -53,6 +56,8 @@ export async function startTeamStack(
     ...hostEnv({ ...stack.env, natsUrl: nats.url }),
     NATS_USER: "host",
     NATS_PASSWORD: secrets.users.host,
+    // The team file's host name is its id (its serving user may subscribe only to its own worker subjects).
+    PI_HOST_ID: TEAM_HOST_ID,
     PI_NATS_RPC_USER: "host-rpc",
     PI_NATS_RPC_PASSWORD: secrets.users["host-rpc"],
     // Production mode: the scripted test model only because it is listed, and named as the default.

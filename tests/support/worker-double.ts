@@ -16,9 +16,16 @@ export async function promptAndClaim(
   const { turnId } = await stack
     .rpc(principal)
     .call<{ turnId: string }>("session.prompt", { sessionId, text });
-  for await (const m of offers) if ((decodeJson(m.data) as TurnOffer).turnId === turnId) break;
+  let host = stack.agent.host;
+  for await (const m of offers) {
+    const offer = decodeJson(m.data) as TurnOffer;
+    if (offer.turnId !== turnId) continue;
+    host = offer.host;
+    break;
+  }
   offers.unsubscribe();
-  return stack.agent.call<TurnAssignment>("claim", { turnId, workerId: "testworker" });
+  // The claim goes to the host the offer names (the turn's owner), as a worker sends it.
+  return stack.agent.to(host).call<TurnAssignment>("claim", { turnId, workerId: "testworker" });
 }
 
 /** The stable code a request was refused with; fails when it succeeded or threw something else. */
@@ -41,7 +48,7 @@ export function executeTool(
   args: Record<string, unknown>,
   extra: Record<string, unknown> = {},
 ): Promise<ToolExecuteResult> {
-  return stack.agent.call<ToolExecuteResult>("tools.execute", {
+  return stack.agent.to(a.host).call<ToolExecuteResult>("tools.execute", {
     sessionId: a.sessionId,
     turnId: a.turnId,
     token: a.token,

@@ -2,13 +2,13 @@
 // session another host owns is forwarded ONCE on `<prefix>.host.fwd.<owner>`, and the owner's reply is
 // passed on unchanged. The owner decodes, authorizes and checks reply rules again (host-bus.ts); this
 // module never decides anything for it, never retries and never takes a session over.
-import { headers, type MsgHdrs, type NatsConnection, nuid } from "@nats-io/nats-core";
-import type { ServiceMsg } from "@nats-io/services";
+import { headers, type Msg, type MsgHdrs, type NatsConnection, nuid } from "@nats-io/nats-core";
+import { ServiceErrorCodeHeader, ServiceErrorHeader, type ServiceMsg } from "@nats-io/services";
 import { AppError } from "../../protocol/app-error.ts";
 import { currentRequestId, errorFields, type Logger } from "../../protocol/log.ts";
 import type { MethodSpec } from "../../protocol/methods.ts";
 import { positiveIntEnv } from "../../protocol/process-env.ts";
-import { REQUEST_ID_HEADER } from "../../protocol/rpc-client.ts";
+import { REQUEST_ID_HEADER, TIMEOUT_HEADER } from "../../protocol/rpc-client.ts";
 import { hostForwardReplySubject, hostForwardSubject, SUBJECT_TOKEN } from "../../protocol/subjects.ts";
 import type { HostState } from "../store/session-leases.ts";
 import type { SessionField } from "../store/request-session.ts";
@@ -27,11 +27,44 @@ export const FORWARD_HEADERS = {
   notServed: "Pi-Not-Served",
 } as const;
 
+/** How long a forwarder waits for a caller that does not say how long it waits (no Pi-Timeout-Ms). */
 export const DEFAULT_FORWARD_TIMEOUT_MS = 5_000;
+/** The longest wait a caller may ask for (a tool's permission prompt waits at most this long). */
+export const MAX_FORWARD_TIMEOUT_MS = 15 * 60_000;
 
-/** PI_FORWARD_TIMEOUT_MS: how long a forwarder waits for the owner's reply. */
+/** PI_FORWARD_TIMEOUT_MS: the wait for callers that send no Pi-Timeout-Ms header. */
 export function forwardTimeoutMs(env: NodeJS.ProcessEnv): number {
   return positiveIntEnv(env, "PI_FORWARD_TIMEOUT_MS", DEFAULT_FORWARD_TIMEOUT_MS);
+}
+
+/**
+ * How long to wait for the owner: the caller's own timeout (its Pi-Timeout-Ms header, bounded),
+ * less a margin so the forwarder's refusal reaches the caller before the caller gives up; without
+ * the header, `fallbackMs`.
+ */
+export function forwardWaitMs(hdrs: MsgHdrs | undefined, fallbackMs: number): number {
+  const raw = hdrs?.get(TIMEOUT_HEADER);
+  const asked = raw && /^\d{1,9}$/.test(raw) ? Math.min(Number(raw), MAX_FORWARD_TIMEOUT_MS) : null;
+  if (asked === null || asked <= 0) return fallbackMs;
+  return Math.max(1, asked - Math.min(500, Math.floor(asked / 10)));
+}
+
+/**
+ * A message of a plain subscription as the replier (reply.ts) takes it: `respondError` sets the
+ * service error headers exactly as the services library does for its own endpoints.
+ */
+export function asServiceMsg(msg: Msg): ServiceMsg {
+  return Object.create(msg, {
+    reply: { value: msg.reply ?? "" },
+    respondError: {
+      value(code: number, description: string, data?: Uint8Array, opts?: { headers?: MsgHdrs }) {
+        const h = opts?.headers ?? headers();
+        h.set(ServiceErrorCodeHeader, `${code}`);
+        h.set(ServiceErrorHeader, description);
+        return msg.respond(data, { ...opts, headers: h });
+      },
+    },
+  }) as ServiceMsg;
 }
 
 /** The session field of a request's body, when the method names one and the body carries it. */
@@ -58,10 +91,14 @@ export interface ForwardedRequest {
 }
 
 export function createForwarding(deps: {
-  /** The connection requests are served on (the host's rpc user). */
+  /**
+   * The host's own connection (its NATS user, which alone publishes and subscribes host to host);
+   * never the serving one, whose user may publish only into inboxes (docs/security.md "The bus").
+   */
   nc: NatsConnection;
   prefix: string;
   hostId: string;
+  /** The wait for a caller that sends no Pi-Timeout-Ms (PI_FORWARD_TIMEOUT_MS). */
   timeoutMs: number;
   log: Logger;
   /** The owner of the session a request field names: its host and that host's state; null: none. */
@@ -75,6 +112,8 @@ export function createForwarding(deps: {
     });
 
   return {
+    /** The connection forwarded requests travel on (host-bus.ts subscribes to `subject` on it). */
+    nc,
     /** What this host subscribes to: requests forwarded to it. */
     subject: hostForwardSubject(prefix, hostId),
 
@@ -93,11 +132,15 @@ export function createForwarding(deps: {
 
     /**
      * Forwards `msg` once to `owner` and passes its reply on unchanged (when `open()` still says the
-     * request waits for one). Rejects HOST_UNAVAILABLE when the owner does not answer within the
-     * timeout or nobody listens on its subject; nothing is retried.
+     * request waits for one). Rejects HOST_UNAVAILABLE (retriable) when the owner does not answer
+     * within the caller's own timeout or nobody listens on its subject; nothing is retried here, and
+     * the caller's retry is safe (every method a person may repeat returns the recorded result).
      */
     async forward(msg: ServiceMsg, owner: string, caller: string | null, open: () => boolean): Promise<void> {
+      const waitMs = forwardWaitMs(msg.headers, deps.timeoutMs);
       const h = headers();
+      // The owner's own reply rules and handlers see the caller's wait too (a nested forward never happens).
+      h.set(TIMEOUT_HEADER, String(waitMs));
       h.set(FORWARD_HEADERS.subject, msg.subject);
       h.set(FORWARD_HEADERS.reply, msg.reply ?? "");
       h.set(FORWARD_HEADERS.caller, caller ?? "");
@@ -109,7 +152,7 @@ export function createForwarding(deps: {
       let answer: Awaited<ReturnType<NatsConnection["request"]>>;
       try {
         answer = await nc.request(hostForwardSubject(prefix, owner), msg.data, {
-          timeout: deps.timeoutMs,
+          timeout: waitMs,
           headers: h,
           noMux: true,
           reply: hostForwardReplySubject(prefix, hostId, nuid.next()),
@@ -118,7 +161,7 @@ export function createForwarding(deps: {
         log.warn("host.forward_failed", { subject: msg.subject, owner, ...errorFields(err) });
         throw unavailable(
           owner,
-          `the session's host ${owner} did not answer within ${deps.timeoutMs} ms; retry`,
+          `the session's host ${owner} did not answer within ${waitMs} ms; retry`,
           err,
         );
       }

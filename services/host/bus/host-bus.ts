@@ -1,7 +1,7 @@
 // Registers the host as a NATS micro service (discoverable with standard tooling) and routes requests
 // by the METHODS table: reply subject checked (reply-rules.ts) -> decode -> authorize (the caller
 // kind) -> delegate to the handler. Replies, errors included, are made in reply.ts and nowhere else.
-import type { NatsConnection } from "@nats-io/nats-core";
+import type { Msg, NatsConnection, SubscriptionOptions } from "@nats-io/nats-core";
 import { type Service, type ServiceMsg, Svcm } from "@nats-io/services";
 import { AppError } from "../../protocol/app-error.ts";
 import { decodeJson } from "../../protocol/envelope.ts";
@@ -16,10 +16,12 @@ import {
   rpcWildcard,
   SUBJECT_TOKEN,
   testSubject,
+  workerGoodbyeWildcard,
+  workerHostSubject,
 } from "../../protocol/subjects.ts";
 import type { AgentHandler } from "./agent-api.ts";
 import type { ClientHandler } from "./client-api.ts";
-import { type ForwardedRequest, type Forwarding, sessionRefOf } from "./forward.ts";
+import { asServiceMsg, type ForwardedRequest, type Forwarding, sessionRefOf } from "./forward.ts";
 import { createReplier } from "./reply.ts";
 import type { HostMetrics } from "../metrics.ts";
 import { type RefusedReply, replyRefusal } from "./reply-rules.ts";
@@ -115,6 +117,8 @@ export async function startHostBus(deps: {
   test: Record<string, AgentHandler> | null;
   /** A worker's hello: its body when it decodes (what it serves), else null. */
   onWorkerHello: (hello: AgentHello | null) => void;
+  /** A worker said goodbye on its own subject (`<prefix>.agent.goodbye.<workerId>`): it stopped. */
+  onWorkerGoodbye?: (workerId: string) => void;
   /** Development mode also answers the shared `_INBOX.` (reply-rules.ts). */
   devMode: boolean;
   /** The worker an agent request proves to be from (a claim's workerId, a valid token's lease), or null. */
@@ -130,7 +134,9 @@ export async function startHostBus(deps: {
 }): Promise<Service> {
   const { nc, prefix, log } = deps;
   const metrics = deps.metrics;
-  const agentMethodOf = new Map<string, string>(AGENT_METHODS.map((m) => [agentSubject(prefix, m), m]));
+  const agentMethodOf = new Map<string, string>(
+    AGENT_METHODS.map((m) => [workerHostSubject(prefix, deps.hostId, m), m]),
+  );
   const replier = createReplier(
     log,
     metrics && {
@@ -143,7 +149,15 @@ export async function startHostBus(deps: {
     },
   );
 
-  const service = await new Svcm(nc).add({
+  // `$SRV` requests (PING, INFO, STATS) are answered by the services library itself: they get the
+  // reply rule too, so no one can make the host publish on a subject that is not an inbox.
+  const service = await new Svcm(
+    withReplyRuleOnControl(nc, (msg) => {
+      const reason = replyRefusal(msg.reply, null, deps.devMode);
+      if (reason) deps.onReplyRefused({ subject: msg.subject, reply: msg.reply, caller: null, reason });
+      return reason === null;
+    }),
+  ).add({
     name: HOST_SERVICE_NAME,
     version: deps.version,
     description: "pi-host authority: sessions, tool policy, plan approvals",
@@ -271,26 +285,28 @@ export async function startHostBus(deps: {
     const spec = methodSpec(method);
     if (!handler || !spec) continue;
     const name = `agent-${method.replace(".", "-")}`;
+    // This host's own worker subjects: a turn's offer names its owner, so a worker's calls come
+    // straight here and are never forwarded (docs/protocol.md "Agent-worker protocol").
     endpoint(
       name,
-      agentSubject(prefix, method),
+      workerHostSubject(prefix, deps.hostId, method),
       "host.agent_subscription",
       (_msg, body) => deps.workerOf(method, body),
       async (_msg, body) => handler(decodeBody(spec, body)),
-      (subject) => (subject === agentSubject(prefix, method) ? spec : undefined),
     );
   }
 
   // Requests other hosts forward here, for sessions this host owns: served as if they came directly.
+  // On the host's own connection (its NATS user, not the serving one, publishes host to host).
   const forwarding = deps.forwarding;
-  if (forwarding)
-    service.addEndpoint("forward", {
-      subject: forwarding.subject,
-      handler: (err, fwdMsg) => {
+  if (forwarding) {
+    const sub = forwarding.nc.subscribe(forwarding.subject, {
+      callback: (err, raw) => {
         if (err) {
           log.error("host.forward_subscription", errorFields(err));
           return;
         }
+        const fwdMsg = asServiceMsg(raw);
         const request = forwarding.received(fwdMsg);
         if (!request) {
           replier.reply(fwdMsg, forwarding.subject, () =>
@@ -306,6 +322,8 @@ export async function startHostBus(deps: {
           );
       },
     });
+    void service.stopped.finally(() => sub.unsubscribe()).catch(() => {});
+  }
 
   // Not in production without test hooks: the serving user has no right on `<prefix>.test.>`, and
   // a subscription the server refuses stops the whole service.
@@ -337,5 +355,38 @@ export async function startHostBus(deps: {
       deps.onWorkerHello(hello);
     },
   });
+  // A stopping worker's goodbye: the subject's last token is its id (NATS permissions tie it to the worker).
+  const goodbyeHead = workerGoodbyeWildcard(prefix).slice(0, -1);
+  nc.subscribe(workerGoodbyeWildcard(prefix), {
+    callback: (err, msg) => {
+      const workerId = msg?.subject.slice(goodbyeHead.length) ?? "";
+      if (!err && SUBJECT_TOKEN.test(workerId)) deps.onWorkerGoodbye?.(workerId);
+    },
+  });
   return service;
+}
+
+/**
+ * The serving connection as the services library sees it: its own control subscriptions (`$SRV.*`)
+ * deliver a message only when `admit` says its reply may be answered; everything else is `nc`.
+ */
+function withReplyRuleOnControl(nc: NatsConnection, admit: (msg: Msg) => boolean): NatsConnection {
+  const subscribe = (subject: string, opts?: SubscriptionOptions) => {
+    const callback = opts?.callback;
+    if (!subject.startsWith("$SRV.") || !callback) return nc.subscribe(subject, opts);
+    return nc.subscribe(subject, {
+      ...opts,
+      callback: (err, msg) => {
+        if (!err && !admit(msg)) return;
+        callback(err, msg);
+      },
+    });
+  };
+  return new Proxy(nc, {
+    get(target, key) {
+      if (key === "subscribe") return subscribe;
+      const v = Reflect.get(target, key, target);
+      return typeof v === "function" ? v.bind(target) : v;
+    },
+  });
 }

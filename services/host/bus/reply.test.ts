@@ -103,6 +103,9 @@ describe("reply", () => {
       errors: 3,
       codes: { FORBIDDEN: 2, INVALID_PARAMS: 1 },
     });
-    expect(await replier.statsHandler({ subject: "pi.agent.claim" })).toEqual({ errors: 0, codes: {} });
+    expect(await replier.statsHandler({ subject: "pi.agent.host.h1.claim" })).toEqual({
+      errors: 0,
+      codes: {},
+    });
   });
 });

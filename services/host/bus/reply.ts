@@ -13,7 +13,7 @@ import { serviceErrorStatus } from "../../protocol/service-errors.ts";
 import { fencedAppError, lostConnectionAppError } from "../store/db.ts";
 
 /** Worker methods too frequent to log each success of: heartbeats and live deltas. */
-const QUIET_OK = /\.agent\.(heartbeat|delta)$/;
+const QUIET_OK = /\.agent\.host\.[^.]+\.(heartbeat|delta)$/;
 
 /** What `$SRV.STATS` shows as an endpoint's `data`: its error replies, in total and by code. */
 export interface EndpointErrorStats {

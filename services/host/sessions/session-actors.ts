@@ -213,6 +213,7 @@ export function createSessionActors(deps: SessionActorDeps) {
         model: row.model_config,
         leaseMs: deps.leaseMs,
         heartbeatMs: deps.heartbeatMs,
+        host: dispatcher.hostId,
       };
       // People see that a worker took it (a follower says plainly when none has).
       events.publish(audience(sessionId), "turn.claimed", { turnId, workerId });

@@ -27,6 +27,8 @@ export interface Lease extends Offer {
 export function createTurnDispatcher(deps: {
   nc: NatsConnection;
   prefix: string;
+  /** This host: its offers name it, and the worker sends the claim and every call there. */
+  hostId: string;
   clock: Clock;
   leaseMs: number;
   offerIntervalMs: number;
@@ -56,7 +58,13 @@ export function createTurnDispatcher(deps: {
         }
         nc.publish(
           agentSubject(prefix, "offer"),
-          encodeJson({ turnId: c.turnId, sessionId: c.sessionId, kind: c.kind, ...(model ? { model } : {}) }),
+          encodeJson({
+            turnId: c.turnId,
+            sessionId: c.sessionId,
+            kind: c.kind,
+            host: deps.hostId,
+            ...(model ? { model } : {}),
+          }),
           h ? { headers: h } : undefined,
         );
       },
@@ -106,6 +114,8 @@ export function createTurnDispatcher(deps: {
   }
 
   return {
+    /** The host whose subjects a claim and every call of its turns go to (the offer names it). */
+    hostId: deps.hostId,
     /** Subscribes to the dispatcher's notices: `leaseLost` when a leased worker stopped heartbeating. */
     on: notices.on,
     offer(o: Offer): void {

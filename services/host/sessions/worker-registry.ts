@@ -1,8 +1,8 @@
 // The workers this host has heard from lately and what they serve (docs/protocol.md "Models"):
-// each worker's hello (again every 30 s) replaces its entry; one not heard from for
-// WORKER_FORGET_MS is forgotten; a worker's requests (claim, heartbeat, tool calls) count as heard
-// too. models.list and workers.list answer from it. In memory: after a restart the next hellos fill it
-// again within a hello interval.
+// each worker's hello (again every 30 s) replaces its entry; its goodbye (it stopped) removes it at
+// once, and one not heard from for WORKER_FORGET_MS is forgotten; a worker's requests (claim,
+// heartbeat, tool calls) count as heard too. models.list and workers.list answer from it. In memory:
+// after a restart the next hellos fill it again within a hello interval.
 import type { AgentHello } from "../../protocol/schemas.ts";
 import type { Clock } from "../clock.ts";
 
@@ -50,6 +50,11 @@ export function createWorkerRegistry(deps: {
         workers.delete(oldest);
         turnsOf.delete(oldest);
       }
+    },
+    /** The worker said goodbye (it stopped): not listed, and its models not served, from now on. */
+    forget(workerId: string): void {
+      workers.delete(workerId);
+      turnsOf.delete(workerId);
     },
     /** A request proved to be from this worker (host-bus workerOf), about this turn. */
     worked(workerId: string, turnId: unknown): void {
