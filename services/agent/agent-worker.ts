@@ -9,6 +9,7 @@ import { decodeParams, type TurnAssignment, TurnOffer } from "../protocol/schema
 import { agentSubject, PROTOCOL_VERSION, WORKER_QUEUE } from "../protocol/subjects.ts";
 import { type RunningTurn, startTurn } from "./turn-runner.ts";
 import { builtInModels, type ModelRegistry } from "./models-config.ts";
+import { providerTextRedactor } from "./provider-text.ts";
 import { SCRIPTED_PROVIDER } from "./scripted-provider.ts";
 
 export interface AgentWorkerOptions {
@@ -62,6 +63,8 @@ export function createAgentWorker(opts: AgentWorkerOptions) {
   };
 
   const models = opts.models ?? builtInModels();
+  // Every provider text a turn sends loses these (provider-text.ts); main.ts gives the log them too.
+  const redact = providerTextRedactor(models.secrets());
   const hello = () => bus.hello(workerId, models.served());
   /** Whether this worker can run the offered turn's model (the scripted test provider: always). */
   const serves = (m: TurnOffer["model"]) => {
@@ -117,6 +120,7 @@ export function createAgentWorker(opts: AgentWorkerOptions) {
       log,
       scriptedCallLog: opts.scriptedCallLog,
       models,
+      redact,
     });
     running.set(turn.turnId, turn);
     void turn.done.finally(() => running.delete(turn.turnId));

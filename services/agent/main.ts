@@ -6,7 +6,8 @@ import { type AgentWorkerConfig, readAgentConfig } from "./agent-config.ts";
 import { createAgentWorker } from "./agent-worker.ts";
 import { inboxPrefix } from "../protocol/subjects.ts";
 
-const log = createLogger("agent");
+// Until the configuration is read the log knows only the credential shapes; then its secrets too.
+let log = createLogger("agent");
 
 async function main(): Promise<void> {
   let config: AgentWorkerConfig;
@@ -17,7 +18,11 @@ async function main(): Promise<void> {
     process.exit(1);
   }
   log.info("worker.models", { file: config.models.source ?? null, providers: config.models.fileProviders });
+  // A warning names the unset variable the file gives as apiKey: that text is then the key, but it
+  // is a name the operator wrote, and the warning is useless without it. Every later line of this
+  // worker loses its keys, header values and NATS password (docs/models.md).
   for (const warning of config.models.warnings) log.warn("worker.models_warning", { warning });
+  log = createLogger("agent", undefined, { secrets: [...config.models.secrets(), config.natsPassword] });
   if (config.devMode) {
     log.warn("worker.dev_mode", {
       banner:

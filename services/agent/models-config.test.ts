@@ -1,7 +1,7 @@
 import { mkdtempSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it, vi } from "vitest";
 import { resolveModel } from "./model-resolver.ts";
 import { builtInModels, loadModelsConfig, MODEL_DEFAULTS, parseModelsConfig } from "./models-config.ts";
 
@@ -213,6 +213,44 @@ describe("parseModelsConfig", () => {
   it.each(REFUSED)("refuses %s, naming the key", (_label, raw, pattern) => {
     expect(() => parse(raw)).toThrow(pattern);
     expect(() => parse(raw)).toThrow(/^PI_MODELS_JSON \(models\.json\): /);
+  });
+});
+
+describe("the worker's secrets", () => {
+  afterEach(() => vi.unstubAllEnvs());
+
+  it("are every key and header value of the file, literal or from the environment, and the built-ins' keys", () => {
+    vi.stubEnv("OPENAI_API_KEY", "sk-openai-from-env");
+    vi.stubEnv("ANTHROPIC_OAUTH_TOKEN", "anthropic-oauth-from-env");
+    vi.stubEnv("ANTHROPIC_API_KEY", "anthropic-key-from-env");
+    vi.stubEnv("AWS_SECRET_ACCESS_KEY", "aws-secret-from-env");
+    const provider = {
+      baseUrl: "https://gw.example.com/v1",
+      api: "openai-completions",
+      apiKey: "GW_KEY",
+      headers: { "x-team": "platform", "x-gateway-secret": "GW_SECRET" },
+      models: [{ id: "m" }],
+    };
+    const reg = parse(
+      { providers: { gw: provider, local: { ...provider, apiKey: "ollama", headers: undefined } } },
+      { GW_KEY: "gw-key-value", GW_SECRET: "gw-secret-value" },
+    );
+    expect(reg.secrets()).toEqual(
+      expect.arrayContaining([
+        "gw-key-value",
+        "platform",
+        "gw-secret-value",
+        "ollama",
+        "sk-openai-from-env",
+        "anthropic-oauth-from-env",
+        "anthropic-key-from-env",
+        "aws-secret-from-env",
+      ]),
+    );
+    expect(builtInModels().secrets()).toEqual(
+      expect.arrayContaining(["sk-openai-from-env", "anthropic-key-from-env", "aws-secret-from-env"]),
+    );
+    expect(builtInModels().secrets()).not.toContain("gw-key-value");
   });
 });
 

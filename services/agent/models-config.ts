@@ -4,6 +4,7 @@
 import { readFileSync } from "node:fs";
 import {
   type Api,
+  findEnvKeys,
   getEnvApiKey,
   getModel,
   getModels,
@@ -54,6 +55,12 @@ export interface ModelRegistry {
    * and the built-in providers whose key is configured, each with its model ids.
    */
   served(): ServedProvider[];
+  /**
+   * Every key and header value this worker may send to a provider (the file's, and the built-in
+   * providers' from the environment): removed from all provider text and log lines that leave the
+   * worker (docs/models.md "What never leaves the worker").
+   */
+  secrets(): string[];
 }
 
 export interface ServedProvider {
@@ -76,6 +83,16 @@ function servedBuiltIns(except: ReadonlySet<string>): ServedProvider[] {
 interface FileProvider {
   models: ReadonlyMap<string, Model<Api>>;
   apiKey: string | undefined;
+  /** Its header values, all of them taken for secrets (a header may carry a gateway's credential). */
+  headerValues: string[];
+}
+
+/** Credentials pi-ai's built-in providers read from the environment besides getEnvApiKey's (Bedrock's AWS SDK). */
+const CLOUD_CREDENTIAL_VARS = ["AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_BEARER_TOKEN_BEDROCK"];
+/** The built-in providers' keys in this worker's environment: every variable pi-ai reads for one. */
+function builtInSecrets(): string[] {
+  const names = [...knownProviders].flatMap((p) => findEnvKeys(p) ?? []).concat(CLOUD_CREDENTIAL_VARS);
+  return [...new Set(names.map((name) => process.env[name]))].filter((v): v is string => !!v);
 }
 
 const knownProviders = new Set<string>(getProviders());
@@ -110,6 +127,7 @@ export function builtInModels(): ModelRegistry {
     warnings: [],
     lookup: builtInLookup,
     served: () => servedBuiltIns(new Set()),
+    secrets: builtInSecrets,
   };
 }
 
@@ -251,7 +269,7 @@ function providerOf(
     if (models.has(model.id)) fail(`${at}.models[${i}].id`, `${show(model.id)} is listed twice`);
     models.set(model.id, model);
   });
-  return { models, apiKey };
+  return { models, apiKey, headerValues: Object.values(headers ?? {}) };
 }
 
 /**
@@ -281,6 +299,12 @@ export function parseModelsConfig(raw: unknown, env: NodeJS.ProcessEnv, source: 
         keyConfigured: p.apiKey !== undefined,
       })),
       ...servedBuiltIns(new Set(providers.keys())),
+    ],
+    secrets: () => [
+      ...new Set([
+        ...[...providers.values()].flatMap((p) => [...(p.apiKey ? [p.apiKey] : []), ...p.headerValues]),
+        ...builtInSecrets(),
+      ]),
     ],
     lookup(provider, modelId) {
       const p = providers.get(provider);

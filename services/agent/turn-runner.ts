@@ -13,6 +13,7 @@ import { callBounded, createPartJoiner } from "./bounded-call.ts";
 import { createDeltaSender } from "./delta-sender.ts";
 import type { ModelRegistry } from "./models-config.ts";
 import { classifyProviderFailure } from "./provider-errors.ts";
+import { type Redact, withoutProviderSecrets } from "./provider-text.ts";
 import type { TurnFailureCode } from "../protocol/agent-schemas.ts";
 import { resolveModel } from "./model-resolver.ts";
 
@@ -34,6 +35,8 @@ export interface TurnRunnerDeps {
   scriptedCallLog?: string | undefined;
   /** The models this worker can run (models-config.ts). */
   models: ModelRegistry;
+  /** Removes the worker's keys, header values and credential shapes from provider text (provider-text.ts). */
+  redact: Redact;
 }
 
 export interface RunningTurn {
@@ -307,8 +310,9 @@ export function startTurn(assignment: TurnAssignment, deps: TurnRunnerDeps): Run
           if (c.type === "toolCall" && !callTools.some((t) => t.name === c.name))
             callTools.push(forwarderFor(c.name, toolDeps));
       try {
-        // pi-ai messages are plain JSON objects: the wire type is a record.
-        const wire = message as unknown as Record<string, unknown>;
+        // pi-ai messages are plain JSON objects: the wire type is a record. A failed call's text
+        // leaves the worker without the worker's secrets (provider-text.ts).
+        const wire = withoutProviderSecrets(message, deps.redact) as unknown as Record<string, unknown>;
         await callBounded(deps.nc, deps.client, "append", { turnId, token, messages: [wire] });
       } catch (err) {
         if (isAppError(err) && err.code === "TURN_TOKEN_INVALID") return; // the run parked or was aborted
@@ -345,7 +349,9 @@ export function startTurn(assignment: TurnAssignment, deps: TurnRunnerDeps): Run
     const produced = a.state.messages.slice(start);
     const lastAssistant = produced.findLast((m) => m.role === "assistant");
     if (lastAssistant?.role === "assistant" && lastAssistant.stopReason === "error") {
-      // The provider's own words, and the code they mean (provider-errors.ts).
+      // The provider's own words, and the code they mean (provider-errors.ts). Classified before
+      // endTurn redacts them: the code is one of a closed set and carries no secret, and a removed
+      // value can then never change which code a failure gets.
       const error = lastAssistant.errorMessage || "the model call failed";
       return { status: "error", error, code: classifyProviderFailure(error) };
     }
@@ -361,7 +367,9 @@ export function startTurn(assignment: TurnAssignment, deps: TurnRunnerDeps): Run
       deps.log.info("turn.ended", { ...fields, status: "aborted", ownerLost: true });
       return;
     }
-    const error = outcome.status === "error" ? outcome.error.slice(0, MAX_ERROR_TEXT) : undefined;
+    // Redacted whole, then cut: a cut first could leave half a key that no longer matches.
+    const error =
+      outcome.status === "error" ? deps.redact(outcome.error).slice(0, MAX_ERROR_TEXT) : undefined;
     const params = {
       turnId,
       token,

@@ -4,6 +4,7 @@
 import { AppError } from "../../protocol/app-error.ts";
 import { type BodyParts, createBodyParts } from "./body-parts.ts";
 import type { Clock } from "../clock.ts";
+import { redactSecrets } from "../../protocol/secret-redaction.ts";
 import { sanitizeText, unsafeTextPath } from "../../protocol/text-safety.ts";
 import {
   AppendParams,
@@ -167,7 +168,10 @@ export function createAgentApi(deps: {
         turnId: lease.turnId,
         status: stopped ? "aborted" : p.status,
         ...(p.status === "error" ? { code: p.code ?? "TOOL_FAILED" } : {}),
-        ...(p.status === "error" && p.error ? { reason: p.error.slice(0, TURN_END_REASON_CHARS) } : {}),
+        // Credential shapes go before the reason is stored or published, whatever the worker sent.
+        ...(p.status === "error" && p.error
+          ? { reason: redactSecrets(p.error).slice(0, TURN_END_REASON_CHARS) }
+          : {}),
         reply,
       }));
     },
