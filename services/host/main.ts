@@ -264,6 +264,8 @@ async function main(): Promise<void> {
     timeoutMs: config.permissionTimeoutMs,
   });
   const aborts = createToolAborts();
+  // Worker bodies waiting in parts, bounded for the whole host and freed when their turn's token dies.
+  const parts = createBodyParts({ clock });
   // The tool runner is built once, from the configuration read at start; claims read the
   // project's AGENTS.md through it (the session's sandboxed file helper).
   // Sessions of one project may be owned by different hosts: the workspace lock holds across them.
@@ -284,6 +286,7 @@ async function main(): Promise<void> {
     onTurnRevoked: (turnId) => {
       permissions.cancelForTurn(turnId);
       aborts.cancel(turnId);
+      parts.dropTurn(turnId);
     },
     db,
     clock,
@@ -471,7 +474,7 @@ async function main(): Promise<void> {
         events,
         tools,
         maxPageBytes: Math.floor(maxPayload / 2),
-        parts: createBodyParts({ clock }),
+        parts,
         live: createLiveOutput({
           nc,
           prefix: config.prefix,

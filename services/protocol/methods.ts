@@ -318,7 +318,7 @@ export const METHODS = {
   delta: { ...worker("token", TOKEN), params: DeltaParams, result: DeltaResult },
   // One part of a body too big for one message; the request then names it (docs/protocol.md).
   "body.part": {
-    ...worker("token", [...TOKEN, "INVALID_PARAMS"]),
+    ...worker("token", [...TOKEN, "INVALID_PARAMS", "HOST_OVERLOADED"]),
     params: BodyPartParams,
     result: BodyPartResult,
   },

@@ -1,0 +1,77 @@
+// Bodies in parts are bounded for the whole host and freed at turn end (docs/protocol.md "Message
+// bounds"), written as the attack that found it: one worker holding six turns parked 389 M
+// characters in parts and the host's memory stayed at 631 MB after turn.end. Here one worker (this
+// test) claims six turns and sends parts of never-finished bodies on every one of them: the host
+// takes at most MAX_HOST_PARTS_CHARS in all, refuses the rest HOST_OVERLOADED (retriable, nothing
+// kept), stays up, and once the turns end a new turn may park its parts again.
+import { describe, expect, it } from "vitest";
+import { MAX_HOST_PARTS_CHARS } from "../services/host/bus/body-parts.ts";
+import { MAX_PARTS_CHARS } from "../services/protocol/agent-schemas.ts";
+import type { ProjectView, TurnAssignment } from "../services/protocol/schemas.ts";
+import { agentTurnIn, sandboxWorkspace } from "./support/sandbox.ts";
+import { useStack } from "./support/stack-fixture.ts";
+import { refusalCode } from "./support/worker-double.ts";
+
+const stack = useStack("bodyparts", { host: true, timeoutMs: 120_000 });
+
+describe("bodies in parts on one host", () => {
+  it("six turns of one worker park at most the host's bound; ended turns free theirs", async () => {
+    const max = stack.nc.info!.max_payload;
+    // Each part as large as a request allows (its JSON escaping is nil for plain letters).
+    const chunk = "p".repeat(Math.floor(max / 2));
+    const perBody = Math.floor(MAX_PARTS_CHARS / chunk.length);
+    const ws = sandboxWorkspace(stack, "parts");
+    const project = await stack
+      .rpc("alice")
+      .call<ProjectView>("projects.create", { name: "parts", workspaceRoot: ws });
+    const turns: TurnAssignment[] = [];
+    for (let i = 0; i < 6; i++) turns.push(await agentTurnIn(stack, project.id));
+
+    let accepted = 0;
+    let refused: string | null = null;
+    flood: for (const [t, a] of turns.entries())
+      for (let body = 0; body < 8; body++)
+        for (let index = 0; index < perBody; index++) {
+          const sent = stack.agent.call("body.part", {
+            turnId: a.turnId,
+            token: a.token,
+            partId: `b${t}_${body}`,
+            index,
+            count: perBody + 1, // never complete: the parts only wait
+            text: chunk,
+          });
+          const outcome = await sent.then(
+            () => null,
+            () => refusalCode(sent),
+          );
+          if (outcome !== null) {
+            refused = outcome;
+            break flood;
+          }
+          accepted += chunk.length;
+        }
+    expect(refused).toBe("HOST_OVERLOADED");
+    expect(accepted).toBeLessThanOrEqual(MAX_HOST_PARTS_CHARS);
+    expect(accepted).toBeGreaterThan(MAX_HOST_PARTS_CHARS - 2 * chunk.length);
+    // The host is up and serves the turns as before.
+    await stack.agent.call("heartbeat", { turnId: turns[0]!.turnId, token: turns[0]!.token });
+
+    // Their turns end: everything they parked is freed, so a new turn parks the whole bound again.
+    for (const a of turns)
+      await stack.agent.call("turn.end", { turnId: a.turnId, token: a.token, status: "completed" });
+    const next = await agentTurnIn(stack, project.id);
+    let again = 0;
+    for (let index = 0; again + chunk.length <= MAX_HOST_PARTS_CHARS / 2; index++) {
+      await stack.agent.call("body.part", {
+        turnId: next.turnId,
+        token: next.token,
+        partId: `n${Math.floor(index / perBody)}`,
+        index: index % perBody,
+        count: perBody + 1,
+        text: chunk,
+      });
+      again += chunk.length;
+    }
+    expect(again).toBeGreaterThan(MAX_HOST_PARTS_CHARS / 2 - chunk.length);
+  });
+});
