@@ -223,6 +223,12 @@ async function main(): Promise<void> {
   // Tell the owners and approvers of fenced work, on the bus, before serving anything: every
   // aborted turn (HOST_RESTARTED), interrupted approval or execution, denied permission prompt.
   await announceEndedWork({ db, sessions, plans, events, log }, fence);
+  // Abort signals of running tool calls by turn; every one of them when the host may be taken over.
+  const aborts = createToolAborts();
+  const killTools = (reason: string) => {
+    const killed = aborts.cancelAll();
+    log.warn("host.tools_killed", { reason, killed });
+  };
   // The heartbeat, and every tick the other hosts' liveness: a dead one's sessions are taken over
   // (one transaction) and what that ended is announced; actors are created on demand afterwards.
   const hostLiveness = startHostLiveness({
@@ -247,6 +253,9 @@ async function main(): Promise<void> {
       if (taken) metrics.takeover();
       if (taken) await announceEndedWork({ db, sessions, plans, events, log }, taken);
     },
+    // Taken over, or possibly (a lease without a committed beat): every tool this host runs is
+    // killed first, so no sandbox of a session another host now owns writes on.
+    onInDoubt: (reason) => killTools(reason),
     // Its next write is refused anyway (HOST_FENCED, then the exit); one that never comes must not
     // leave a host serving that another host took over: it stops after one lease.
     onSuperseded: () =>
@@ -263,7 +272,6 @@ async function main(): Promise<void> {
     log,
     timeoutMs: config.permissionTimeoutMs,
   });
-  const aborts = createToolAborts();
   // Worker bodies waiting in parts, bounded for the whole host and freed when their turn's token dies.
   const parts = createBodyParts({ clock });
   // The tool runner is built once, from the configuration read at start; claims read the
@@ -588,6 +596,7 @@ async function main(): Promise<void> {
   writerNotices.on("fenced", (message) => {
     if (stopping) return;
     stopping = true;
+    killTools("fenced");
     log.error("host.fenced", { hostId: config.hostId, incarnation: fence.incarnation, message });
     hostLiveness.stop();
     scheduler.stop();

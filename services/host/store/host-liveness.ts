@@ -120,6 +120,15 @@ export function startHostLiveness(deps: {
   log: Logger;
   onDead: (host: DeadHost) => Promise<void>;
   onSuperseded: () => void;
+  /**
+   * This host may have been taken over: its row no longer names it (superseded), or no beat of
+   * its own has committed for a whole lease of real time (it was paused or cut off, and the others
+   * may have declared it dead). Called before anything else is done about it, at most once until a
+   * beat commits again: the host kills what it runs (main.ts).
+   */
+  onInDoubt?: (reason: "superseded" | "no_heartbeat") => void;
+  /** Real elapsed time (ms), not the host clock a test may move: performance.now by default. */
+  realNow?: () => number;
 }): { stop(): void; tick(): Promise<void> } {
   const { db, clock, hostId, incarnation, log } = deps;
   const observer = createLivenessObserver({
@@ -131,6 +140,14 @@ export function startHostLiveness(deps: {
   let superseded = false;
   let observing = false;
   let timer: TimerHandle | null = null;
+  const realNow = deps.realNow ?? (() => performance.now());
+  let lastBeatAt = realNow();
+  let inDoubt = false;
+  const doubt = (reason: "superseded" | "no_heartbeat") => {
+    if (inDoubt) return;
+    inDoubt = true;
+    deps.onInDoubt?.(reason);
+  };
 
   const observe = async () => {
     if (observing) return;
@@ -154,15 +171,22 @@ export function startHostLiveness(deps: {
 
   const tick = async () => {
     if (stopped) return;
+    // First, before any query: a whole lease without a committed beat (a pause, a partition).
+    if (realNow() - lastBeatAt >= deps.leaseMs) doubt("no_heartbeat");
     try {
-      if (!(await beat(db, { hostId, incarnation, at: clock.date() })) && !superseded && !stopped) {
+      if (await beat(db, { hostId, incarnation, at: clock.date() })) {
+        lastBeatAt = realNow();
+        if (!superseded) inDoubt = false;
+      } else if (!superseded && !stopped) {
         superseded = true;
+        doubt("superseded");
         log.error("host.superseded", { hostId, incarnation });
         deps.onSuperseded();
         return;
       }
     } catch (err) {
       log.warn("host.heartbeat_failed", errorFields(err));
+      if (realNow() - lastBeatAt >= deps.leaseMs) doubt("no_heartbeat");
     }
     if (!superseded) void observe();
   };
