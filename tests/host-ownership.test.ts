@@ -367,6 +367,36 @@ describe("host processes on one database", () => {
     },
   );
 
+  it("three simultaneous starts of a fresh id: one serves, the other two exit HOST_ID_IN_USE (2), never 1", async () => {
+    // The finding: of three starts of a fresh PI_HOST_ID, one exited 1 after fencing (its writes
+    // were refused as superseded) instead of 2 before it changed anything.
+    for (const round of [1, 2]) {
+      const id = `trio-${round}`;
+      const starts = [0, 1, 2].map(() => startHost(env(id)));
+      const outcomes = await Promise.all(
+        starts.map((p) =>
+          Promise.race([
+            p.waitForEvent("host.ready", 60_000).then(() => "ready" as const),
+            p.exited.then((code) => code),
+          ]),
+        ),
+      );
+      try {
+        expect(outcomes.filter((o) => o === "ready")).toHaveLength(1);
+        expect(outcomes.filter((o) => o === 2)).toHaveLength(2);
+        for (const [i, p] of starts.entries())
+          if (outcomes[i] === 2)
+            expect(p.lines.some((l) => l.includes('"event":"host.id_in_use"'))).toBe(true);
+        // One incarnation was made, by the one that serves.
+        expect((await q("SELECT incarnation FROM hosts WHERE id = $1", [id])).rows).toEqual([
+          { incarnation: 1 },
+        ]);
+      } finally {
+        await Promise.all(starts.map((p) => p.kill()));
+      }
+    }
+  });
+
   it("a host whose clock runs ten minutes ahead but beats is not declared dead", async () => {
     const skewed = startHost(env("own-skew"));
     await skewed.waitForEvent("host.ready");

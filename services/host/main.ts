@@ -133,14 +133,30 @@ async function main(): Promise<void> {
   // Several hosts (issue #16): a `running` row of this id whose heartbeat moves within one lease is
   // another live process: this one exits (HOST_ID_IN_USE) before it changes anything.
   const liveness = hostLivenessConfig(process.env);
+  let fence: Awaited<ReturnType<typeof runStartupFence>>;
   try {
-    await awaitHostIdFree({
+    const seen = await awaitHostIdFree({
       db: fenceDb,
       clock,
       hostId: config.hostId,
       leaseMs: liveness.leaseMs,
       pollMs: liveness.heartbeatMs,
       log,
+    });
+    // The fence runs before the first subscription: nothing is answered for fenced work. Started at
+    // the same moment as another process with this id, it is HOST_ID_IN_USE too (`seen`).
+    fence = await runStartupFence({
+      db: fenceDb,
+      clock,
+      hostId: config.hostId,
+      log,
+      seen,
+      // The health and metrics listener is written here, so other hosts' previews block it too.
+      info: {
+        pid: process.pid,
+        version: pkg.version,
+        ...(config.httpListen ? { http: formatListenAddress(config.httpListen) } : {}),
+      },
     });
   } catch (err) {
     if ((err as { code?: unknown }).code !== "HOST_ID_IN_USE") throw err;
@@ -154,19 +170,6 @@ async function main(): Promise<void> {
     process.exit(2);
   }
 
-  // The fence runs before the first subscription: nothing is answered for fenced work.
-  const fence = await runStartupFence({
-    db: fenceDb,
-    clock,
-    hostId: config.hostId,
-    log,
-    // The health and metrics listener is written here, so other hosts' previews block it too.
-    info: {
-      pid: process.pid,
-      version: pkg.version,
-      ...(config.httpListen ? { http: formatListenAddress(config.httpListen) } : {}),
-    },
-  });
   await fenceDb.end();
   // The writer announces the first write the fence refused; the host subscribes below, once serving.
   const writerNotices = createNotices<{ fenced: string }>((_, err) =>

@@ -45,7 +45,7 @@ export async function awaitHostIdFree(deps: {
   leaseMs: number;
   pollMs: number;
   log: Logger;
-}): Promise<void> {
+}): Promise<HostIdSeen> {
   const { db, clock, hostId, leaseMs, log } = deps;
   const read = async () => {
     const r = await db.query("SELECT heartbeat, state, incarnation FROM hosts WHERE id = $1", [hostId]);
@@ -59,14 +59,14 @@ export async function awaitHostIdFree(deps: {
       : null;
   };
   const first = await read();
-  if (first?.state !== "running") return;
+  if (first?.state !== "running") return { incarnation: first?.incarnation ?? null };
   log.info("host.id_check", { hostId, leaseMs, heartbeat: first.heartbeat });
   const until = clock.now() + leaseMs;
   const sleep = (ms: number) => new Promise<void>((resolve) => clock.setTimeout(resolve, ms));
   while (clock.now() < until) {
     await sleep(Math.max(1, Math.min(deps.pollMs, until - clock.now())));
     const now = await read();
-    if (now?.state !== "running") return;
+    if (now?.state !== "running") return { incarnation: now?.incarnation ?? null };
     if (now.heartbeat !== first.heartbeat || now.incarnation !== first.incarnation)
       throw new AppError(
         "HOST_ID_IN_USE",
@@ -74,6 +74,27 @@ export async function awaitHostIdFree(deps: {
         { details: { hostId } },
       );
   }
+  return { incarnation: first.incarnation };
+}
+
+/** The host id's row as `awaitHostIdFree` last saw it free: its incarnation, or null for no row. */
+export interface HostIdSeen {
+  incarnation: number | null;
+}
+
+/**
+ * Inside the fence, under its lock: another process with this id started since `seen` (the row is
+ * `running` under another incarnation, or exists where there was none), so this one must not run.
+ */
+async function refuseIfStartedMeanwhile(tx: Tx, hostId: string, seen: HostIdSeen): Promise<void> {
+  const r = await tx.query("SELECT incarnation, state FROM hosts WHERE id = $1 FOR UPDATE", [hostId]);
+  const row = r.rows[0] as { incarnation: number; state: string } | undefined;
+  if (!row || row.state !== "running" || row.incarnation === seen.incarnation) return;
+  throw new AppError(
+    "HOST_ID_IN_USE",
+    `a host with id ${hostId} started at the same time (incarnation ${row.incarnation}); give each host its own PI_HOST_ID`,
+    { details: { hostId } },
+  );
 }
 
 /**
@@ -92,6 +113,11 @@ export async function runStartupFence(deps: {
   hostId: string;
   log: Logger;
   info?: Record<string, unknown>;
+  /**
+   * What awaitHostIdFree saw: a process with this id that started since then (simultaneous starts)
+   * makes this fence HOST_ID_IN_USE, changing nothing. Without it, no such check.
+   */
+  seen?: HostIdSeen;
 }): Promise<FenceReport> {
   const { db, clock, hostId, log } = deps;
   const at = clock.date();
@@ -99,6 +125,7 @@ export async function runStartupFence(deps: {
     // Exclusive against every write of this host id in flight (the write fence shares this lock):
     // an earlier incarnation's transaction either commits before the bump or is refused after it.
     await tx.query("SELECT pg_advisory_xact_lock($1, hashtext($2))", [WRITE_FENCE_LOCK_CLASS, hostId]);
+    if (deps.seen) await refuseIfStartedMeanwhile(tx, hostId, deps.seen);
     const host = await tx.query(
       `INSERT INTO hosts (id, incarnation, started_at, heartbeat_at, lease_expires_at, info, heartbeat, state) VALUES ($1, 1, $2, $2, $3, $4, 1, 'running')
        ON CONFLICT (id) DO UPDATE SET incarnation = hosts.incarnation + 1, started_at = $2, heartbeat_at = $2, lease_expires_at = $3, info = $4,
