@@ -19,7 +19,7 @@ import { runBash } from "../services/host/tools/bash-runner.ts";
 import type { ProjectView } from "../services/protocol/project-schemas.ts";
 import type { ToolExecuteResult, TurnAssignment } from "../services/protocol/schemas.ts";
 import { spawnTs } from "./support/processes.ts";
-import { openStackDir, processesWith, sandboxTurn, sandboxWorkspace } from "./support/sandbox.ts";
+import { openStackDir, processesWith, sandboxIds, sandboxTurn, sandboxWorkspace } from "./support/sandbox.ts";
 import { eventually } from "./support/stack.ts";
 import { useStack } from "./support/stack-fixture.ts";
 import { executeTool } from "./support/worker-double.ts";
@@ -119,6 +119,42 @@ describe("sandbox network per project", () => {
     }
     // slirp4netns ended with the command: no helper left behind.
     await eventually(async () => processesWith("slirp4netns").length === 0, 5000, "slirp4netns gone");
+  });
+
+  it("no nested user namespace, with or without network: unshare and bwrap fail inside, work outside", async () => {
+    // unshare(2) with -r and -U, and clone(2) with CLONE_NEWUSER (bwrap), each as the sandbox user.
+    const { uid, gid } = sandboxIds();
+    // Each probe and the uid it prints in the namespace it made (root, unmapped, mapped to itself).
+    const made: Record<string, string> = {
+      "unshare -r id -u": "0",
+      "unshare -U id -u": "65534",
+      "bwrap --unshare-user --dev-bind / / id -u": String(uid),
+    };
+    const probes = Object.keys(made);
+    for (const probe of probes)
+      expect({
+        probe,
+        out: await outside(`setpriv --reuid=${uid} --regid=${gid} --clear-groups ${probe}`),
+      }).toEqual({
+        probe,
+        out: `${made[probe]}\n`,
+      });
+    const { projectId, assignment } = await sandboxTurn(stack, "agent");
+    for (const network of [false, true]) {
+      await configure(projectId, { network });
+      expect(String((await bash(assignment, interfaces)).details?.stdout).trim()).toBe(
+        network ? "lo tap0" : "lo",
+      );
+      for (const probe of probes) {
+        const r = await bash(assignment, probe);
+        expect({ network, probe, code: r.code, out: r.details?.stdout }).toEqual({
+          network,
+          probe,
+          code: "TOOL_FAILED",
+          out: "",
+        });
+      }
+    }
   });
 
   it("a change applies to the next call: off again means lo only", async () => {
