@@ -11,7 +11,6 @@ import { randomBytes } from "node:crypto";
 import { chmodSync, existsSync, writeFileSync } from "node:fs";
 import { createServer, type Server } from "node:net";
 import type { AddressInfo } from "node:net";
-import os from "node:os";
 import path from "node:path";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -19,7 +18,14 @@ import { runBash } from "../services/host/tools/bash-runner.ts";
 import type { ProjectView } from "../services/protocol/project-schemas.ts";
 import type { ToolExecuteResult, TurnAssignment } from "../services/protocol/schemas.ts";
 import { spawnTs } from "./support/processes.ts";
-import { openStackDir, processesWith, sandboxIds, sandboxTurn, sandboxWorkspace } from "./support/sandbox.ts";
+import {
+  hostAddress,
+  openStackDir,
+  processesWith,
+  sandboxIds,
+  sandboxTurn,
+  sandboxWorkspace,
+} from "./support/sandbox.ts";
 import { eventually } from "./support/stack.ts";
 import { useStack } from "./support/stack-fixture.ts";
 import { executeTool } from "./support/worker-double.ts";
@@ -30,13 +36,6 @@ let loopback: Server;
 let externalAddr = "";
 let loopbackPort = 0;
 const TOKEN = `hello-${randomBytes(4).toString("hex")}`;
-
-/** The host's first non-loopback IPv4 address: what a sandbox with network may reach. */
-function hostAddress(): string {
-  for (const list of Object.values(os.networkInterfaces()))
-    for (const a of list ?? []) if (a.family === "IPv4" && !a.internal) return a.address;
-  throw new Error("this machine has no non-loopback IPv4 address; the network tests need one");
-}
 
 function listen(host: string): Promise<Server> {
   const server = createServer((socket) => {
