@@ -23,13 +23,7 @@ import { OOM_SCORE_ADJ, sandboxLimits } from "./sandbox-limits.ts";
 import { fetchListed, HostItselfError } from "./preview-fetch.ts";
 import { isFetchable, isLoopbackUrl, previewTarget, reachesListener } from "./preview-origins.ts";
 
-export {
-  isFetchable,
-  isLoopbackUrl,
-  type PreviewTarget,
-  previewTarget,
-  reachesListener,
-} from "./preview-origins.ts";
+export { reachesListener } from "./preview-origins.ts";
 
 export const MAX_WAIT_MS = 10_000;
 export const MAX_PREVIEW_TEXT_BYTES = 16 * 1024;
