@@ -84,7 +84,7 @@ describe("host.status", () => {
     expect(ops.view).toBe("admin");
     expect(ops.sessions.active + ops.sessions.passivated + ops.sessions.degraded.length).toBe(3);
     expect(ops.readiness).toEqual({ ready: true, failing: [] });
-    // Whether a sandbox's oom_score_adj is a floor (tests/sandbox-bash.test.ts checks it is the truth).
+    // Whether a sandbox's oom_score_adj is a floor (tests/sandbox-oom.test.ts checks it is the truth).
     expect(typeof ops.sandbox?.oomScorePinned).toBe("boolean");
     expect(ops.sandbox?.oomScorePinned || (ops.sandbox?.reason ?? "").length > 0).toBe(true);
     const self = ops.hosts?.find((h) => h.hostId === ops.hostId);
