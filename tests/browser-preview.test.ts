@@ -1,17 +1,20 @@
 // BrowserPreview and new_context over NATS against the real host, the test acting as the worker of
-// a Plan session (both are read-only, allowed in both modes). The page is served by the test on
-// 127.0.0.1; its script and image reach for other origins, which the host-side request routing
-// blocks (the browser itself runs in the bubblewrap sandbox with no network). Workspace file://
-// pages render; file:// outside the workspace and non-loopback URLs are refused; no call writes
-// into the workspace; without its sandbox user the browser never starts (SANDBOX_UNAVAILABLE).
+// a Plan session (both are read-only, allowed in both modes). The page is served by the test on the
+// host's own non-loopback address as a listed origin; its script and image reach for other origins,
+// which the host-side request routing blocks (the browser itself runs in the bubblewrap sandbox with
+// no network). Workspace file:// pages render; file:// outside the workspace and unlisted URLs are
+// refused; no call writes into the workspace; without its sandbox user the browser never starts
+// (SANDBOX_UNAVAILABLE). As the attack: a person's service on the host's loopback is never read, by
+// any loopback name, page, listed origin or redirect, in Agent and Plan.
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { MAX_BODY_BYTES, runBrowserPreview } from "../services/host/tools/browser-preview.ts";
+import { fetchListed, HostItselfError } from "../services/host/tools/preview-fetch.ts";
 import type { ToolExecuteResult, TurnAssignment } from "../services/protocol/schemas.ts";
-import { openStackDir, SANDBOX_USER, sandboxTurn } from "./support/sandbox.ts";
+import { hostAddress, openStackDir, SANDBOX_USER, sandboxTurn } from "./support/sandbox.ts";
 import { eventually } from "./support/stack.ts";
 import { useStack } from "./support/stack-fixture.ts";
 import { executeTool } from "./support/worker-double.ts";
@@ -21,8 +24,8 @@ let server: Server;
 let origin = "";
 const hits: string[] = [];
 
-const PAGE = `<!doctype html><html><head><title>Loopback Preview</title></head><body>
-<h1>Hello from loopback</h1><p id="fetch">fetch pending</p>
+const PAGE = `<!doctype html><html><head><title>Listed Preview</title></head><body>
+<h1>Hello from a listed origin</h1><p id="fetch">fetch pending</p>
 <img id="img" src="https://images.example.net/cat.png" alt="">
 <script>
 fetch("https://example.com/").then(
@@ -36,8 +39,8 @@ beforeAll(async () => {
     res.setHeader("content-type", "text/html; charset=utf-8");
     res.end(PAGE);
   });
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  origin = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  await new Promise<void>((resolve) => server.listen(0, hostAddress(), resolve));
+  origin = `http://${hostAddress()}:${(server.address() as AddressInfo).port}`;
 }, 30_000);
 
 afterAll(async () => {
@@ -55,16 +58,17 @@ function listing(dir: string): string[] {
 }
 
 describe("BrowserPreview", () => {
-  it("renders a loopback page in Plan, blocks every other origin, and writes only the scratch PNG", async () => {
-    const { ws, assignment } = await sandboxTurn(stack, "plan");
+  it("renders a listed origin's page in Plan, blocks every other origin, and writes only the scratch PNG", async () => {
+    const { ws, projectId, assignment } = await sandboxTurn(stack, "plan");
+    await stack.rpc("alice").call("projects.configure", { projectId, previewOrigins: [origin] });
     const before = listing(ws);
     const r = await call(assignment, "BrowserPreview", { url: `${origin}/`, waitMs: 300 });
     expect(r.isError, textOf(r)).toBe(false);
-    expect(textOf(r)).toContain("Loopback Preview");
-    expect(textOf(r)).toContain("Hello from loopback");
+    expect(textOf(r)).toContain("Listed Preview");
+    expect(textOf(r)).toContain("Hello from a listed origin");
     expect(textOf(r)).toContain("fetch blocked");
     const d = r.details as { title: string; url: string; screenshotPath: string; blocked: string[] };
-    expect(d.title).toBe("Loopback Preview");
+    expect(d.title).toBe("Listed Preview");
     expect(d.url).toBe(`${origin}/`);
     expect(d.blocked).toEqual(
       expect.arrayContaining(["https://example.com/", "https://images.example.net/cat.png"]),
@@ -85,7 +89,7 @@ describe("BrowserPreview", () => {
     writeFileSync(
       path.join(ws, "site", "index.html"),
       `<html><head><title>Workspace Page</title><link rel="stylesheet" href="style.css"></head>
-<body><h1>From the workspace</h1><p id="c"></p><img src="http://127.0.0.2/x.png">
+<body><h1>From the workspace</h1><p id="c"></p><img src="http://images.example.net/x.png">
 <script>addEventListener("load", () => { document.getElementById("c").textContent =
 "color " + getComputedStyle(document.querySelector("h1")).color; });</script></body></html>`,
     );
@@ -95,7 +99,7 @@ describe("BrowserPreview", () => {
     expect(textOf(ok)).toContain("Workspace Page");
     expect(textOf(ok)).toContain("From the workspace");
     expect(textOf(ok)).toContain("color rgb(200, 0, 0)");
-    expect((ok.details as { blocked: string[] }).blocked).toContain("http://127.0.0.2/x.png");
+    expect((ok.details as { blocked: string[] }).blocked).toContain("http://images.example.net/x.png");
 
     const outside = await call(assignment, "BrowserPreview", { url: "file:///etc/passwd" });
     expect(outside).toMatchObject({ isError: true, code: "PATH_OUTSIDE_WORKSPACE" });
@@ -107,13 +111,13 @@ describe("BrowserPreview", () => {
       const r = await call(assignment, "BrowserPreview", { url });
       expect(r, url).toMatchObject({ isError: true, code: "BROWSER_URL_NOT_ALLOWED" });
     }
-    const badWait = await call(assignment, "BrowserPreview", { url: `${origin}/`, waitMs: 10_001 });
+    const badWait = await call(assignment, "BrowserPreview", { url: "http://127.0.0.1/", waitMs: 10_001 });
     expect(badWait).toMatchObject({ isError: true, code: "INVALID_PARAMS" });
   }, 30_000);
 
-  it("loads the origins the project lists (exact origin), and nothing else beyond loopback", async () => {
-    // 127.0.0.2 is not one of the loopback names BrowserPreview allows by itself: it stands in for
-    // an origin elsewhere (the machine has no other network to serve one from).
+  it("loads the origins the project lists (exact origin), and nothing else", async () => {
+    // The host's own non-loopback address stands in for an origin elsewhere (the machine has no
+    // other network to serve one from); unlisted, it is refused like any other.
     const listedHits: string[] = [];
     const otherHits: string[] = [];
     let otherOrigin = "";
@@ -134,11 +138,11 @@ describe("BrowserPreview", () => {
       otherHits.push(req.url ?? "");
       res.end("other");
     });
-    await new Promise<void>((resolve) => listed.listen(0, "127.0.0.2", resolve));
-    await new Promise<void>((resolve) => other.listen(0, "127.0.0.2", resolve));
+    await new Promise<void>((resolve) => listed.listen(0, hostAddress(), resolve));
+    await new Promise<void>((resolve) => other.listen(0, hostAddress(), resolve));
     try {
-      const listedOrigin = `http://127.0.0.2:${(listed.address() as AddressInfo).port}`;
-      otherOrigin = `http://127.0.0.2:${(other.address() as AddressInfo).port}`;
+      const listedOrigin = `http://${hostAddress()}:${(listed.address() as AddressInfo).port}`;
+      otherOrigin = `http://${hostAddress()}:${(other.address() as AddressInfo).port}`;
       const page = `${listedOrigin}/`;
       const { projectId, assignment } = await sandboxTurn(stack, "plan");
       const before = await call(assignment, "BrowserPreview", { url: page });
@@ -186,9 +190,9 @@ describe("BrowserPreview", () => {
       };
       pump();
     });
-    await new Promise<void>((resolve) => endless.listen(0, "127.0.0.1", resolve));
+    await new Promise<void>((resolve) => endless.listen(0, hostAddress(), resolve));
     try {
-      const url = `http://127.0.0.1:${(endless.address() as AddressInfo).port}/`;
+      const url = `http://${hostAddress()}:${(endless.address() as AddressInfo).port}/`;
       // Called directly with a 1 MiB cap: the same code path, without pushing 10 MiB through the
       // browser's debugging pipe on a busy 2-core machine.
       const cap = 1024 * 1024;
@@ -200,6 +204,7 @@ describe("BrowserPreview", () => {
             throw new Error("no workspace files here");
           },
           settings: { user: SANDBOX_USER, dataDir: stack.env.dataDir },
+          allowedOrigins: [new URL(url).origin],
           maxBodyBytes: cap,
         },
       );
@@ -221,10 +226,108 @@ describe("BrowserPreview", () => {
         workspace: stack.dir,
         readWorkspaceFile: async (p) => ({ rel: p, bytes: Buffer.alloc(0) }),
         settings: { user: "pihost-no-such-user", dataDir: stack.env.dataDir },
+        allowedOrigins: [origin],
       },
     );
     expect(r).toMatchObject({ isError: true, code: "SANDBOX_UNAVAILABLE" });
   });
+});
+
+/** A person's service on the host's loopback (a dashboard, an admin API): every request recorded. */
+async function personsService(
+  host: string,
+  secret: string,
+): Promise<{ server: Server; port: number; hits: string[] }> {
+  const seen: string[] = [];
+  const server = createServer((req, res) => {
+    seen.push(req.url ?? "");
+    res.setHeader("content-type", "text/html; charset=utf-8");
+    res.setHeader("access-control-allow-origin", "*");
+    res.end(`<!doctype html><title>${secret}</title><p>${secret}</p>`);
+  });
+  await new Promise<void>((resolve) => server.listen(0, host, resolve));
+  return { server, port: (server.address() as AddressInfo).port, hits: seen };
+}
+
+describe("BrowserPreview never reads the host's loopback", () => {
+  it("a person's loopback service: no URL, page, listed origin or redirect of an agent's preview reaches it", async () => {
+    const secret = `dashboard-secret-${Math.random().toString(36).slice(2, 10)}`;
+    const v4 = await personsService("127.0.0.1", secret);
+    const v6 = await personsService("::1", secret);
+    // A listed origin elsewhere (the host's own non-loopback address) whose pages reach for loopback.
+    const elsewhere = createServer((req, res) => {
+      if (req.url === "/redirect") {
+        res.statusCode = 302;
+        res.setHeader("location", `http://127.0.0.1:${v4.port}/`);
+        return res.end();
+      }
+      res.setHeader("content-type", "text/html; charset=utf-8");
+      res.end(`<!doctype html><title>Elsewhere</title><p id="r">pending</p>
+<iframe src="http://localhost:${v4.port}/frame"></iframe><img src="http://127.0.0.1:${v4.port}/img">
+<script>fetch("http://127.0.0.1:${v4.port}/fetch").then((r) => r.text()).then(
+  (t) => { document.getElementById("r").textContent = "read " + t; },
+  () => { document.getElementById("r").textContent = "loopback unreachable"; });</script>`);
+    });
+    await new Promise<void>((resolve) => elsewhere.listen(0, hostAddress(), resolve));
+    const listed = `http://${hostAddress()}:${(elsewhere.address() as AddressInfo).port}`;
+    try {
+      for (const mode of ["agent", "plan"] as const) {
+        const { ws, projectId, assignment } = await sandboxTurn(stack, mode);
+        writeFileSync(
+          path.join(ws, "probe.html"),
+          `<!doctype html><title>Probe</title><p id="r">pending</p>
+<iframe src="http://[::1]:${v6.port}/frame"></iframe>
+<script>fetch("http://localhost:${v4.port}/fetch").then((r) => r.text()).then(
+  (t) => { document.getElementById("r").textContent = "read " + t; },
+  () => { document.getElementById("r").textContent = "loopback unreachable"; });</script>`,
+        );
+        // The person's own loopback origin listed too: loopback stays the sandbox's own.
+        await stack.rpc("alice").call("projects.configure", {
+          projectId,
+          previewOrigins: [listed, `http://127.0.0.1:${v4.port}`],
+        });
+        const urls = [
+          `http://127.0.0.1:${v4.port}/`,
+          `http://localhost:${v4.port}/`,
+          `http://[::1]:${v6.port}/`,
+          `http://127.1:${v4.port}/`,
+          `http://0.0.0.0:${v4.port}/`,
+          `http://app.localhost:${v4.port}/`,
+          `file://${ws}/probe.html`,
+          `${listed}/`,
+          `${listed}/redirect`,
+        ];
+        for (const url of urls) {
+          const r = await call(assignment, "BrowserPreview", { url, waitMs: 300 });
+          const shown = JSON.stringify(r);
+          expect({ mode, url, leaked: shown.includes(secret) }).toEqual({ mode, url, leaked: false });
+          // Loopback pages do not load (the sandbox's loopback is empty); the others load and see none.
+          const loads = url.startsWith("file:") || url === `${listed}/`;
+          expect({ mode, url, code: r.code ?? null }).toEqual({
+            mode,
+            url,
+            code: loads ? null : "TOOL_FAILED",
+          });
+          if (loads) expect(textOf(r)).toContain("loopback unreachable");
+          else if (url.endsWith("/redirect")) expect(textOf(r)).toContain("ERR_CONNECTION_REFUSED");
+          else expect(textOf(r)).toMatch(/ERR_CONNECTION_REFUSED.*the browser sandbox's own/);
+          const shot = (r.details as { screenshotPath?: string } | undefined)?.screenshotPath;
+          if (shot) expect(readFileSync(shot).includes(Buffer.from(secret))).toBe(false);
+        }
+        expect({ mode, v4: v4.hits, v6: v6.hits }).toEqual({ mode, v4: [], v6: [] });
+      }
+      // A listed name that resolves to loopback is not fetched by the host either (checked at connect).
+      await expect(fetchListed(`http://localhost:${v4.port}/`, "GET", {}, 1024, 5000)).rejects.toBeInstanceOf(
+        HostItselfError,
+      );
+      expect(v4.hits).toEqual([]);
+    } finally {
+      for (const srv of [v4.server, v6.server, elsewhere]) {
+        srv.closeAllConnections();
+        await new Promise((r) => srv.close(r));
+      }
+    }
+  }, 120_000);
 });
 
 describe("new_context", () => {

@@ -158,6 +158,68 @@ describe("file tools through the host run as the sandbox user, in the sandbox", 
     );
   });
 
+  it("the deny-list ignores case: .ENV, .Env.local, ID_RSA, Server.PEM and .GIT/objects are refused everywhere", async () => {
+    const { ws, assignment } = await sandboxTurn(stack, "agent");
+    const secret = `casesecret${randomBytes(6).toString("hex")}`;
+    const variants = [
+      ".ENV",
+      ".Env.local",
+      "ID_RSA",
+      "sub/Server.PEM",
+      "Deploy.KEY",
+      "ID_ED25519.pub",
+      ".GIT/objects/ab/cd",
+    ];
+    for (const f of variants) {
+      mkdirSync(path.dirname(path.join(ws, f)), { recursive: true });
+      writeFileSync(path.join(ws, f), `TOKEN=${secret}\n`);
+    }
+    writeFileSync(path.join(ws, "notes.txt"), `${secret} is mentioned here\n`);
+    // Control: ripgrep itself (as root, no rules) finds the secret in every variant and in notes.txt.
+    const raw = execFileSync("/usr/bin/rg", ["--no-config", "--hidden", "-l", secret, ws], {
+      encoding: "utf8",
+    });
+    expect(raw.trim().split("\n")).toHaveLength(variants.length + 1);
+    for (const f of variants) {
+      expect({ f, code: (await tool(assignment, "Read", { path: f })).code }).toEqual({
+        f,
+        code: "WORKSPACE_PATH_DENIED",
+      });
+      for (const [name, args] of [
+        ["Write", { path: f, content: "x" }],
+        ["Edit", { path: f, oldText: "TOKEN", newText: "x" }],
+        ["Grep", { pattern: secret, path: f }],
+      ] as const)
+        expect({ f, name, code: (await tool(assignment, name, args)).code }).toEqual({
+          f,
+          name,
+          code: "WORKSPACE_PATH_DENIED",
+        });
+    }
+    for (const pattern of ["**/*", "**", ".*", "*.PEM", "**/*.pem", "ID_*", ".GIT/**"]) {
+      const listed = textOf(await tool(assignment, "Glob", { pattern }));
+      for (const f of variants)
+        expect({ pattern, f, listed: listed.includes(path.basename(f)) }).toEqual({
+          pattern,
+          f,
+          listed: false,
+        });
+    }
+    for (const args of [
+      { pattern: secret },
+      { pattern: secret, glob: "*.PEM" },
+      { pattern: secret, glob: ".ENV" },
+      { pattern: secret, path: "sub" },
+    ]) {
+      const r = await tool(assignment, "Grep", args);
+      expect({ args, out: textOf(r) }).toEqual({
+        args,
+        out: args.glob || args.path ? "(no matches)" : `notes.txt:1:${secret} is mentioned here`,
+      });
+    }
+    for (const f of variants) expect(readFileSync(path.join(ws, f), "utf8")).toBe(`TOKEN=${secret}\n`);
+  });
+
   it("a catastrophic regex costs only its own call: another session's host.hello and Read keep their latency", async () => {
     const victim = await sandboxTurn(stack, "agent");
     writeFileSync(path.join(victim.ws, "v.txt"), "victim\n");

@@ -295,32 +295,25 @@ describe("the host's HTTP listener", () => {
       await expect(runBrowserPreview({ url }, ctx([listen]))).rejects.toMatchObject({
         code: "BROWSER_URL_NOT_ALLOWED",
       });
-    // A loopback page that fetches /metrics: the request is blocked host-side, the page learns nothing.
-    const { createServer } = await import("node:http");
-    const page = createServer((_req, res) => {
-      res.setHeader("content-type", "text/html; charset=utf-8");
-      res.end(`<!doctype html><title>Probe</title><p id="r">pending</p><script>
+    // A page that fetches /metrics (a workspace file: loopback pages are the browser sandbox's own):
+    // the request is blocked host-side, the page learns nothing.
+    const probe = `<!doctype html><title>Probe</title><p id="r">pending</p><script>
 fetch("http://localhost:${port}/metrics").then((r) => r.text()).then(
   (t) => { document.getElementById("r").textContent = "read " + t.length; },
   () => { document.getElementById("r").textContent = "metrics blocked"; });
-</script>`);
-    });
-    await new Promise<void>((resolve) => page.listen(0, "127.0.0.1", resolve));
-    try {
-      const pagePort = (page.address() as { port: number }).port;
-      // The blocked list as the host builds it: its own listener comes from its row here.
-      const row = await stack.db.pool.query("SELECT info->>'http' AS http FROM hosts");
-      const r = await runBrowserPreview(
-        { url: `http://127.0.0.1:${pagePort}/`, waitMs: 500 },
-        ctx(row.rows.map((x) => x.http)),
-      );
-      expect(r.isError, textOf(r)).toBe(false);
-      expect(textOf(r)).toContain("metrics blocked");
-      expect((r.details as { blocked: string[] }).blocked).toContain(`http://localhost:${port}/metrics`);
-    } finally {
-      page.closeAllConnections();
-      await new Promise((r) => page.close(r));
-    }
+</script>`;
+    // The blocked list as the host builds it: its own listener comes from its row here.
+    const row = await stack.db.pool.query("SELECT info->>'http' AS http FROM hosts");
+    const r = await runBrowserPreview(
+      { url: `file://${stack.dir}/probe.html`, waitMs: 500 },
+      {
+        ...ctx(row.rows.map((x) => x.http)),
+        readWorkspaceFile: async () => ({ rel: "probe.html", bytes: Buffer.from(probe) }),
+      },
+    );
+    expect(r.isError, textOf(r)).toBe(false);
+    expect(textOf(r)).toContain("metrics blocked");
+    expect((r.details as { blocked: string[] }).blocked).toContain(`http://localhost:${port}/metrics`);
   }, 60_000);
 
   it("is out of reach of a preview run by the host: its own listener, PI_HTTP_BLOCK's and other hosts' rows", async () => {

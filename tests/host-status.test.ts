@@ -72,6 +72,7 @@ describe("host.status", () => {
     );
     expect(alice.hosts).toBeUndefined();
     expect(alice.readiness).toBeUndefined();
+    expect(alice.sandbox).toBeUndefined();
     expect(JSON.stringify(alice)).not.toContain(bobs.id);
 
     const bob = await (await rpc("bob")).call<HostStatus>("host.status", {});
@@ -83,6 +84,9 @@ describe("host.status", () => {
     expect(ops.view).toBe("admin");
     expect(ops.sessions.active + ops.sessions.passivated + ops.sessions.degraded.length).toBe(3);
     expect(ops.readiness).toEqual({ ready: true, failing: [] });
+    // Whether a sandbox's oom_score_adj is a floor (tests/sandbox-oom.test.ts checks it is the truth).
+    expect(typeof ops.sandbox?.oomScorePinned).toBe("boolean");
+    expect(ops.sandbox?.oomScorePinned || (ops.sandbox?.reason ?? "").length > 0).toBe(true);
     const self = ops.hosts?.find((h) => h.hostId === ops.hostId);
     expect(self).toMatchObject({ state: "running", version: VERSION, leases: 3 });
     expect(self!.incarnation).toBeGreaterThanOrEqual(1);

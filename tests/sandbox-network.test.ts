@@ -11,7 +11,6 @@ import { randomBytes } from "node:crypto";
 import { chmodSync, existsSync, writeFileSync } from "node:fs";
 import { createServer, type Server } from "node:net";
 import type { AddressInfo } from "node:net";
-import os from "node:os";
 import path from "node:path";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -19,7 +18,14 @@ import { runBash } from "../services/host/tools/bash-runner.ts";
 import type { ProjectView } from "../services/protocol/project-schemas.ts";
 import type { ToolExecuteResult, TurnAssignment } from "../services/protocol/schemas.ts";
 import { spawnTs } from "./support/processes.ts";
-import { openStackDir, processesWith, sandboxTurn, sandboxWorkspace } from "./support/sandbox.ts";
+import {
+  hostAddress,
+  openStackDir,
+  processesWith,
+  sandboxIds,
+  sandboxTurn,
+  sandboxWorkspace,
+} from "./support/sandbox.ts";
 import { eventually } from "./support/stack.ts";
 import { useStack } from "./support/stack-fixture.ts";
 import { executeTool } from "./support/worker-double.ts";
@@ -30,13 +36,6 @@ let loopback: Server;
 let externalAddr = "";
 let loopbackPort = 0;
 const TOKEN = `hello-${randomBytes(4).toString("hex")}`;
-
-/** The host's first non-loopback IPv4 address: what a sandbox with network may reach. */
-function hostAddress(): string {
-  for (const list of Object.values(os.networkInterfaces()))
-    for (const a of list ?? []) if (a.family === "IPv4" && !a.internal) return a.address;
-  throw new Error("this machine has no non-loopback IPv4 address; the network tests need one");
-}
 
 function listen(host: string): Promise<Server> {
   const server = createServer((socket) => {
@@ -119,6 +118,42 @@ describe("sandbox network per project", () => {
     }
     // slirp4netns ended with the command: no helper left behind.
     await eventually(async () => processesWith("slirp4netns").length === 0, 5000, "slirp4netns gone");
+  });
+
+  it("no nested user namespace, with or without network: unshare and bwrap fail inside, work outside", async () => {
+    // unshare(2) with -r and -U, and clone(2) with CLONE_NEWUSER (bwrap), each as the sandbox user.
+    const { uid, gid } = sandboxIds();
+    // Each probe and the uid it prints in the namespace it made (root, unmapped, mapped to itself).
+    const made: Record<string, string> = {
+      "unshare -r id -u": "0",
+      "unshare -U id -u": "65534",
+      "bwrap --unshare-user --dev-bind / / id -u": String(uid),
+    };
+    const probes = Object.keys(made);
+    for (const probe of probes)
+      expect({
+        probe,
+        out: await outside(`setpriv --reuid=${uid} --regid=${gid} --clear-groups ${probe}`),
+      }).toEqual({
+        probe,
+        out: `${made[probe]}\n`,
+      });
+    const { projectId, assignment } = await sandboxTurn(stack, "agent");
+    for (const network of [false, true]) {
+      await configure(projectId, { network });
+      expect(String((await bash(assignment, interfaces)).details?.stdout).trim()).toBe(
+        network ? "lo tap0" : "lo",
+      );
+      for (const probe of probes) {
+        const r = await bash(assignment, probe);
+        expect({ network, probe, code: r.code, out: r.details?.stdout }).toEqual({
+          network,
+          probe,
+          code: "TOOL_FAILED",
+          out: "",
+        });
+      }
+    }
   });
 
   it("a change applies to the next call: off again means lo only", async () => {

@@ -50,6 +50,7 @@ import { testFaults, wireTestHooks } from "./bus/test-hooks.ts";
 import { createNotices } from "./sessions/notices.ts";
 import { createToolPipeline } from "./sessions/tool-pipeline.ts";
 import { cleanupLeftoverCgroups, sandboxLimits } from "./tools/sandbox-limits.ts";
+import { oomScorePin } from "./tools/sandbox-oom.ts";
 import { createToolRunner } from "./tools/tool-runner.ts";
 import { createToolAborts } from "./tools/tool-aborts.ts";
 import { createToolAdmission } from "./tools/tool-admission.ts";
@@ -363,6 +364,7 @@ async function main(): Promise<void> {
         maxPageBytes: Math.floor((maxPayload / 2) * 0.75),
         models: modelChoice,
         workers,
+        sandbox: () => oomScorePin(config.tools.sandbox),
       }),
       ...createProjectsApi({
         store: projects,
@@ -393,10 +395,13 @@ async function main(): Promise<void> {
   // bounds hold here is said plainly.
   const leftover = await cleanupLeftoverCgroups(config.tools.sandbox);
   const bounds = (await sandboxLimits(config.tools.sandbox)).describe();
-  log[bounds.kind === "none" ? "warn" : "info"]("host.sandbox_bounds", {
+  const oom = await oomScorePin(config.tools.sandbox);
+  log[bounds.kind === "none" || !oom.oomScorePinned ? "warn" : "info"]("host.sandbox_bounds", {
     ...bounds,
     leftoverRemoved: leftover.removed,
     leftoverFailed: leftover.failed.length,
+    oomScorePinned: oom.oomScorePinned,
+    ...(oom.reason ? { oomReason: oom.reason } : {}),
     ...(bounds.kind === "none"
       ? {
           guarantee:

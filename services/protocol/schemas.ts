@@ -333,6 +333,13 @@ export const HostStatus = Type.Object({
   hosts: Type.Optional(Type.Array(HostStatusHost)),
   /** Settings admins only: whether this host is ready (as its /readyz says) and what is failing. */
   readiness: Type.Optional(Type.Object({ ready: Type.Boolean(), failing: Type.Array(Type.String()) })),
+  /**
+   * Settings admins only: whether a sandbox's oom_score_adj 1000 is a floor it cannot lower
+   * (docs/security.md); when not, why.
+   */
+  sandbox: Type.Optional(
+    Type.Object({ oomScorePinned: Type.Boolean(), reason: Type.Optional(Type.String()) }),
+  ),
 });
 export type HostStatus = Static<typeof HostStatus>;
 

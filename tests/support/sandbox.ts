@@ -2,6 +2,7 @@
 // for processes that outlived their sandbox.
 import { execFileSync } from "node:child_process";
 import { chmodSync, chownSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import os from "node:os";
 import type { ProjectView, SessionView, TurnAssignment } from "../../services/protocol/schemas.ts";
 import type { Stack } from "./stack.ts";
 import { executeTool, promptAndClaim } from "./worker-double.ts";
@@ -13,6 +14,16 @@ export function sandboxIds(): { uid: number; gid: number } {
     .trim()
     .split(":");
   return { uid: Number(uid), gid: Number(gid) };
+}
+
+/**
+ * The host's first non-loopback IPv4 address: what a sandbox with network may reach, and where a test
+ * serves an origin "elsewhere" (a listed BrowserPreview origin; the host's loopback is out of reach).
+ */
+export function hostAddress(): string {
+  for (const list of Object.values(os.networkInterfaces()))
+    for (const a of list ?? []) if (a.family === "IPv4" && !a.internal) return a.address;
+  throw new Error("this machine has no non-loopback IPv4 address; the network and preview tests need one");
 }
 
 /** The stack's folder must be traversable by the sandbox user (bwrap binds from its paths). */

@@ -72,6 +72,8 @@ export function createClientApi(deps: {
   natsReachable?: () => boolean;
   /** What /readyz finds failing (http-listener.ts notReady), for host.status; none: from `reachable`. */
   readiness?: () => Promise<string[]>;
+  /** Whether the sandboxes' oom_score_adj is pinned (tools/sandbox-oom.ts), for settings admins. */
+  sandbox?: () => Promise<{ oomScorePinned: boolean; reason?: string }>;
   /** Which model a session runs (sessions/model-choice.ts); none: any, the scripted demo by default. */
   models?: ModelChoice;
   /** The workers heard from lately and what they serve (models.list, workers.list, session.create). */
@@ -180,6 +182,7 @@ export function createClientApi(deps: {
         projectOverlaps,
         hosts,
         readiness: { ready: failing.length === 0, failing },
+        ...(deps.sandbox ? { sandbox: await deps.sandbox() } : {}),
       };
     },
 

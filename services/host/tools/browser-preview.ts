@@ -5,7 +5,6 @@ import { randomBytes } from "node:crypto";
 import { accessSync, constants, promises as fs } from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { fileURLToPath } from "node:url";
 import { chromium, type Route } from "playwright-core";
 import { toolResult } from "../../protocol/result.ts";
 import { AppError } from "../../protocol/app-error.ts";
@@ -15,11 +14,16 @@ import {
   deviceBinds,
   findProgram,
   lookupSandboxUser,
+  NO_USER_NAMESPACES,
   prepareScratch,
   type SandboxSettings,
   systemBinds,
 } from "./sandbox.ts";
 import { OOM_SCORE_ADJ, sandboxLimits } from "./sandbox-limits.ts";
+import { fetchListed, HostItselfError } from "./preview-fetch.ts";
+import { isFetchable, isLoopbackUrl, previewTarget, reachesListener } from "./preview-origins.ts";
+
+export { reachesListener } from "./preview-origins.ts";
 
 export const MAX_WAIT_MS = 10_000;
 export const MAX_PREVIEW_TEXT_BYTES = 16 * 1024;
@@ -29,7 +33,6 @@ const LAUNCH_TIMEOUT_MS = 20_000;
 const NAV_TIMEOUT_MS = 15_000;
 /** Workspace files are shown to the page under this origin (a reserved name that never resolves). */
 export const WORKSPACE_ORIGIN = "http://workspace.pi-preview.invalid";
-const LOOPBACK_HOSTS = new Set(["127.0.0.1", "localhost", "[::1]"]);
 const CHROMIUM_CANDIDATES = ["/usr/lib/chromium/chromium", "/usr/bin/chromium"];
 /** Headless Chromium's flags on this kind of machine (its closed network refuses background traffic). */
 export const CHROMIUM_FLAGS = [
@@ -99,68 +102,6 @@ export interface PreviewContext {
   blockedListeners?: () => Promise<readonly string[]>;
 }
 
-export type PreviewTarget = { kind: "fetched"; url: string } | { kind: "workspace"; rel: string };
-
-/** Is this an http(s) URL on the host's loopback? */
-export function isLoopbackUrl(u: URL): boolean {
-  return (u.protocol === "http:" || u.protocol === "https:") && LOOPBACK_HOSTS.has(u.hostname);
-}
-
-/** May the host fetch this URL for the page: loopback, or one of the project's listed origins. */
-export function isFetchable(u: URL, allowedOrigins: readonly string[] = []): boolean {
-  if (u.protocol !== "http:" && u.protocol !== "https:") return false;
-  return isLoopbackUrl(u) || allowedOrigins.includes(u.origin);
-}
-
-const WILDCARD_HOSTS = new Set(["0.0.0.0", "[::]", "::"]);
-
-/**
- * Does this URL reach one of these listeners (`host:port`)? A listener on a loopback or wildcard
- * address answers every loopback name on its port; any other is matched by host and port.
- */
-export function reachesListener(u: URL, listeners: readonly string[]): boolean {
-  if (u.protocol !== "http:" && u.protocol !== "https:") return false;
-  const port = u.port || (u.protocol === "https:" ? "443" : "80");
-  return listeners.some((l) => {
-    const at = l.lastIndexOf(":");
-    if (at <= 0 || l.slice(at + 1) !== port) return false;
-    const host = l.slice(0, at).toLowerCase();
-    const name = host.startsWith("[") || !host.includes(":") ? host : `[${host}]`;
-    if ((LOOPBACK_HOSTS.has(name) || WILDCARD_HOSTS.has(name)) && isLoopbackUrl(u)) return true;
-    return name === u.hostname.toLowerCase();
-  });
-}
-
-/** Decides where a BrowserPreview URL may go; throws the refusal. */
-export async function previewTarget(
-  raw: string,
-  ctx: Pick<PreviewContext, "readWorkspaceFile" | "allowedOrigins">,
-  listeners: readonly string[] = [],
-): Promise<PreviewTarget> {
-  let u: URL;
-  try {
-    u = new URL(raw);
-  } catch {
-    throw new AppError("INVALID_PARAMS", "url must be an absolute URL");
-  }
-  if (reachesListener(u, listeners))
-    throw new AppError(
-      "BROWSER_URL_NOT_ALLOWED",
-      `${u.protocol}//${u.host} is a pi-host health and metrics listener: previews may not reach it`,
-    );
-  if (isFetchable(u, ctx.allowedOrigins)) return { kind: "fetched", url: u.href };
-  if (u.protocol === "file:") {
-    if (u.host && u.host !== "localhost")
-      throw new AppError("BROWSER_URL_NOT_ALLOWED", "file URLs must not name a host");
-    const { rel } = await ctx.readWorkspaceFile(fileURLToPath(u));
-    return { kind: "workspace", rel };
-  }
-  throw new AppError(
-    "BROWSER_URL_NOT_ALLOWED",
-    `${u.protocol}//${u.host} is not allowed: only http(s)://127.0.0.1, localhost, [::1], workspace file:// URLs and the project's preview origins`,
-  );
-}
-
 function shellQuote(s: string): string {
   return `'${s.replaceAll("'", "'\\''")}'`;
 }
@@ -188,6 +129,7 @@ async function writeWrapper(dir: string, settings: SandboxSettings, label: strin
     "--",
     bwrap,
     ...systemBinds(["fonts", "chromium", "chromium.d"]),
+    ...NO_USER_NAMESPACES,
     "--tmpfs",
     "/tmp",
     "--proc",
@@ -246,42 +188,89 @@ function mimeOf(rel: string): string {
   return MIME[path.extname(rel).toLowerCase()] ?? "application/octet-stream";
 }
 
-/**
- * Fetches a loopback or listed-origin request for the page and fulfils it. The body is read as a
- * stream and cut at maxBytes (MAX_BODY_BYTES; the rest is never read: the connection is dropped), within
- * NAV_TIMEOUT_MS: a hostile or endless server costs the host bounded memory and time.
- */
+/** Fetches a listed-origin request for the page (preview-fetch.ts) and fulfils it. */
 async function fetchForPage(route: Route, maxBytes: number): Promise<{ truncated: boolean }> {
   const req = route.request();
-  const headers = { ...req.headers() };
-  delete headers["accept-encoding"];
-  const res = await fetch(req.url(), {
-    method: req.method(),
-    headers,
-    redirect: "manual",
-    signal: AbortSignal.timeout(NAV_TIMEOUT_MS),
-  });
-  const chunks: Buffer[] = [];
-  let size = 0;
-  let truncated = false;
-  if (res.body) {
-    // Node's stream (DOM typings seen by tests would hide its async iterator).
-    for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) {
-      const part = Buffer.from(chunk).subarray(0, maxBytes - size);
-      chunks.push(part);
-      size += part.length;
-      if (size >= maxBytes) {
-        truncated = true;
-        break; // cancels the body: nothing more is read
+  const res = await fetchListed(req.url(), req.method(), req.headers(), maxBytes, NAV_TIMEOUT_MS);
+  await route.fulfill({ status: res.status, headers: res.headers, body: res.body });
+  return { truncated: res.truncated };
+}
+
+/** What one preview's request routing shares: the call's context and what it blocked and served. */
+interface Routing {
+  ctx: PreviewContext;
+  listeners: readonly string[];
+  blocked: string[];
+  truncated: string[];
+  served: number;
+}
+
+/** A request of the page for a workspace file (under WORKSPACE_ORIGIN), read through Read's confinement. */
+async function serveWorkspaceFile(route: Route, u: URL, r: Routing): Promise<void> {
+  let rel: string;
+  try {
+    rel = decodeURIComponent(u.pathname).replace(/^\/+/, "") || ".";
+  } catch {
+    return route.fulfill({ status: 400, body: "bad path" });
+  }
+  try {
+    const { rel: clean, bytes: body } = await r.ctx.readWorkspaceFile(rel);
+    r.served++;
+    return route.fulfill({ status: 200, contentType: mimeOf(clean), body });
+  } catch (err) {
+    const code = err instanceof AppError ? err.code : "FILE_NOT_FOUND";
+    return route.fulfill({ status: code === "FILE_NOT_FOUND" ? 404 : 403, body: code });
+  }
+}
+
+/**
+ * Every request of the page, in this order: a workspace file is read; a pi-host listener is
+ * blocked; loopback goes on to the browser itself, which resolves it in its own sandbox's network
+ * namespace (an empty loopback, never the host's); a listed origin is fetched by the host
+ * (GET/HEAD, never to the machine itself); everything else is blocked and listed.
+ */
+async function routeRequest(route: Route, r: Routing): Promise<void> {
+  const req = route.request();
+  const method = req.method();
+  const readOnly = method === "GET" || method === "HEAD";
+  let u: URL;
+  try {
+    u = new URL(req.url());
+  } catch {
+    r.blocked.push(req.url());
+    return route.abort("blockedbyclient");
+  }
+  try {
+    if (`${u.protocol}//${u.host}` === WORKSPACE_ORIGIN && readOnly)
+      return await serveWorkspaceFile(route, u, r);
+    if (!reachesListener(u, r.listeners)) {
+      if (isLoopbackUrl(u)) return await route.continue();
+      if (isFetchable(u, r.ctx.allowedOrigins) && readOnly) {
+        const { truncated } = await fetchForPage(route, r.ctx.maxBodyBytes ?? MAX_BODY_BYTES);
+        r.served++;
+        if (truncated) r.truncated.push(req.url());
+        return;
       }
     }
+  } catch (err) {
+    // A listed name that resolves to the machine itself is blocked like any other origin.
+    if (!(err instanceof HostItselfError)) return route.abort("failed").catch(() => {});
   }
-  const out: Record<string, string> = {};
-  res.headers.forEach((v, k) => {
-    if (k !== "content-encoding" && k !== "content-length" && k !== "transfer-encoding") out[k] = v;
-  });
-  await route.fulfill({ status: res.status, headers: out, body: Buffer.concat(chunks) });
-  return { truncated };
+  r.blocked.push(req.url());
+  return route.abort("blockedbyclient").catch(() => {});
+}
+
+/** The PNG in the session's scratch folder (owned by the sandbox user, so Bash can look at it). */
+async function saveScreenshot(settings: SandboxSettings, sessionId: string, png: Buffer): Promise<string> {
+  const user = await lookupSandboxUser(settings.user);
+  const scratch = await prepareScratch(settings, sessionId, user);
+  const dir = path.join(scratch, "previews");
+  await fs.mkdir(dir, { recursive: true, mode: 0o700 });
+  await fs.chown(dir, user.uid, user.gid);
+  const file = path.join(dir, `preview-${Date.now()}-${randomBytes(4).toString("hex")}.png`);
+  await fs.writeFile(file, png, { mode: 0o600, flag: "wx" });
+  await fs.chown(file, user.uid, user.gid);
+  return file;
 }
 
 /**
@@ -289,12 +278,13 @@ async function fetchForPage(route: Route, maxBytes: number): Promise<{ truncated
  * The browser runs in the bubblewrap sandbox as the sandbox user (setpriv + bwrap through a generated
  * wrapper script that playwright starts as its "executable"; the --remote-debugging-pipe fds 3 and 4
  * pass through): no network, a private /tmp with the profile, /dev/shm, /proc, and neither the
- * workspace nor the scratch folder. Every request of the page is served host-side by playwright's
- * request routing: GET/HEAD to http(s)://127.0.0.1|localhost|[::1] and to the origins the project
- * lists (compared by canonical origin) are fetched with Node's fetch, redirects not followed (the
- * browser's next request is routed again); workspace files (a file:// URL inside the workspace,
- * shown under WORKSPACE_ORIGIN) are read through the tool runner's path confinement; everything else
- * is aborted and counted. The screenshot goes into the session's scratch folder
+ * workspace nor the scratch folder. Every request of the page goes through playwright's request
+ * routing (routeRequest): loopback URLs (`localhost`, `127.0.0.0/8`, `[::1]`, ...) stay in the
+ * browser's own network namespace, whose loopback holds nothing of the host's; GET/HEAD to the
+ * origins the project lists (compared by canonical origin) are fetched by the host, redirects not
+ * followed (the browser's next request is routed again); workspace files (a file:// URL inside the
+ * workspace, shown under WORKSPACE_ORIGIN) are read through the tool runner's path confinement;
+ * everything else is aborted and counted. The screenshot goes into the session's scratch folder
  * (`<PI_DATA_DIR>/scratch/<sessionId>/previews/`, owned by the sandbox user), never the workspace.
  */
 export async function runBrowserPreview(
@@ -342,57 +332,13 @@ export async function runBrowserPreview(
       serviceWorkers: "block",
       viewport: { width: 1280, height: 800 },
     });
-    const blocked: string[] = [];
-    const truncated: string[] = [];
-    let served = 0;
-    await context.route("**/*", async (route) => {
-      const req = route.request();
-      let u: URL;
-      try {
-        u = new URL(req.url());
-      } catch {
-        blocked.push(req.url());
-        return route.abort("blockedbyclient");
-      }
-      const method = req.method();
-      try {
-        if (`${u.protocol}//${u.host}` === WORKSPACE_ORIGIN && (method === "GET" || method === "HEAD")) {
-          let rel: string;
-          try {
-            rel = decodeURIComponent(u.pathname).replace(/^\/+/, "") || ".";
-          } catch {
-            return route.fulfill({ status: 400, body: "bad path" });
-          }
-          try {
-            const { rel: clean, bytes: body } = await ctx.readWorkspaceFile(rel);
-            served++;
-            return route.fulfill({ status: 200, contentType: mimeOf(clean), body });
-          } catch (err) {
-            const code = err instanceof AppError ? err.code : "FILE_NOT_FOUND";
-            return route.fulfill({ status: code === "FILE_NOT_FOUND" ? 404 : 403, body: code });
-          }
-        }
-        if (
-          isFetchable(u, ctx.allowedOrigins) &&
-          !reachesListener(u, listeners) &&
-          (method === "GET" || method === "HEAD")
-        ) {
-          served++;
-          if ((await fetchForPage(route, ctx.maxBodyBytes ?? MAX_BODY_BYTES)).truncated)
-            truncated.push(req.url());
-          return;
-        }
-      } catch {
-        return route.abort("failed").catch(() => {});
-      }
-      blocked.push(req.url());
-      return route.abort("blockedbyclient");
-    });
+    const routing: Routing = { ctx, listeners, blocked: [], truncated: [], served: 0 };
+    await context.route("**/*", (route) => routeRequest(route, routing));
     const page = await context.newPage();
     const navUrl =
-      target.kind === "fetched"
-        ? target.url
-        : `${WORKSPACE_ORIGIN}/${target.rel.split("/").map(encodeURIComponent).join("/")}`;
+      target.kind === "workspace"
+        ? `${WORKSPACE_ORIGIN}/${target.rel.split("/").map(encodeURIComponent).join("/")}`
+        : target.url;
     try {
       await page.goto(navUrl, { waitUntil: "load", timeout: NAV_TIMEOUT_MS });
       if (waitMs) await page.waitForTimeout(waitMs);
@@ -400,30 +346,30 @@ export async function runBrowserPreview(
       if (ctx.signal?.aborted)
         return result("TURN_ABORTED", "the call was aborted; the browser was closed", {});
       const message = err instanceof Error ? err.message.split("\n")[0] : String(err);
-      return result("TOOL_FAILED", `the page did not load: ${message}`, { url, blocked });
+      // Loopback is the browser sandbox's own network namespace: nothing of the host listens there.
+      const where =
+        target.kind === "sandbox"
+          ? " (loopback is the browser sandbox's own: nothing of the host's is reachable)"
+          : "";
+      return result("TOOL_FAILED", `the page did not load: ${message}${where}`, {
+        url,
+        blocked: routing.blocked,
+      });
     }
     const title = await page.title();
     let text = await page.evaluate<string>("document.body ? document.body.innerText : ''").catch(() => "");
     const full = Buffer.byteLength(text);
     if (full > MAX_PREVIEW_TEXT_BYTES)
       text = `${Buffer.from(text).subarray(0, MAX_PREVIEW_TEXT_BYTES).toString("utf8")}\n[text truncated: ${full} bytes]`;
-    const png = await page.screenshot({ type: "png" });
-    const user = await lookupSandboxUser(settings.user);
-    const scratch = await prepareScratch(settings, sessionId, user);
-    const dir = path.join(scratch, "previews");
-    await fs.mkdir(dir, { recursive: true, mode: 0o700 });
-    await fs.chown(dir, user.uid, user.gid);
-    const screenshotPath = path.join(dir, `preview-${Date.now()}-${randomBytes(4).toString("hex")}.png`);
-    await fs.writeFile(screenshotPath, png, { mode: 0o600, flag: "wx" });
-    await fs.chown(screenshotPath, user.uid, user.gid);
+    const screenshotPath = await saveScreenshot(settings, sessionId, await page.screenshot({ type: "png" }));
     return result(null, `${title}\n\n${text}`, {
       title,
       url,
       screenshotPath,
-      blocked: blocked.slice(0, 50),
-      blockedCount: blocked.length,
-      served,
-      truncated: truncated.slice(0, 50),
+      blocked: routing.blocked.slice(0, 50),
+      blockedCount: routing.blocked.length,
+      served: routing.served,
+      truncated: routing.truncated.slice(0, 50),
     });
   } finally {
     ctx.signal?.removeEventListener("abort", onAbort);

@@ -16,6 +16,7 @@ import {
   sandboxLimits,
 } from "./sandbox-limits.ts";
 import { prepareNetworkEtc, startSlirp } from "./sandbox-network.ts";
+import { noUserNamespaceFilter } from "./sandbox-seccomp.ts";
 import {
   asUser,
   DEFAULT_SANDBOX_USER,
@@ -131,6 +132,16 @@ export function deviceBinds(): string[] {
   return args;
 }
 
+/**
+ * No process of a sandbox without network may make a user namespace (`unshare -r` would give it uid
+ * 0 and the kernel's namespace code to attack): bwrap sets the limit and enters a nested user
+ * namespace that cannot raise it, and checks that the limit holds (it refuses to start otherwise).
+ * With network the nested namespace would hide the one slirp4netns joins, so such a sandbox gets
+ * the seccomp filter of sandbox-seccomp.ts instead, on fd SECCOMP_FD.
+ */
+export const NO_USER_NAMESPACES = ["--unshare-user", "--disable-userns"] as const;
+const SECCOMP_FD = 6;
+
 /** The read-only system part every sandbox shares: /usr, the top-level links or folders, /etc files. */
 export function systemBinds(extraEtc: string[] = []): string[] {
   const args = ["--unshare-all", "--die-with-parent", "--new-session", "--ro-bind", "/usr", "/usr"];
@@ -159,6 +170,7 @@ function bwrapArgs(
 ): string[] {
   const { workspace, command } = spec;
   const args = systemBinds();
+  args.push(...(netEtc ? ["--seccomp", String(SECCOMP_FD)] : NO_USER_NAMESPACES));
   // git trusts the workspace it is given (safe.directory), whoever owns its files.
   args.push("--ro-bind", path.join(sandboxEtc, "gitconfig"), "/etc/gitconfig");
   // With network, name resolution goes to slirp4netns's forwarder (host-written resolv.conf, hosts).
@@ -204,6 +216,12 @@ export async function startSandbox(spec: SandboxSpec): Promise<SandboxProcess> {
         network: true,
       },
     );
+  const filter = spec.network ? noUserNamespaceFilter() : null;
+  if (spec.network && !filter)
+    throw sandboxUnavailable(
+      `the project allows network, but this host's architecture (${process.arch}) has no user-namespace filter`,
+      { network: true },
+    );
   const user = await lookupSandboxUser(spec.settings.user);
   // Everything the host prepares, at once: the session's scratch folder, the sealed `.pi`, the
   // sandbox's /etc files, the output pipes and the sandbox's own cgroup (sandbox-limits.ts).
@@ -246,7 +264,15 @@ export async function startSandbox(spec: SandboxSpec): Promise<SandboxProcess> {
         ...bwrapArgs(spec, scratch, piDir, netEtc, sandboxEtc),
       ]),
       {
-        stdio: [spec.stdin ? "pipe" : "ignore", out.write[0], out.write[1], "pipe", "pipe", "pipe"],
+        stdio: [
+          spec.stdin ? "pipe" : "ignore",
+          out.write[0],
+          out.write[1],
+          "pipe",
+          "pipe",
+          "pipe",
+          ...(filter ? (["pipe"] as const) : []),
+        ],
         env: {},
         cwd: "/",
       },
@@ -274,6 +300,12 @@ export async function startSandbox(spec: SandboxSpec): Promise<SandboxProcess> {
   ).then(() => {});
   const gate = (child.stdio as unknown as Array<NodeJS.WritableStream>)[5]!;
   gate.on("error", () => {});
+  if (filter) {
+    // bwrap reads the filter to its end inside the sandbox, before the command's first instruction.
+    const seccomp = (child.stdio as unknown as Array<NodeJS.WritableStream>)[SECCOMP_FD]!;
+    seccomp.on("error", () => {});
+    seccomp.end(filter);
+  }
   let pid: number | null = null;
   let failure: string | null = null;
   let slirpProc: ChildProcess | null = null;

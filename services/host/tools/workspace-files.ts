@@ -15,18 +15,28 @@ export const MAX_PREVIEW_FILE_BYTES = 10 * 1024 * 1024;
 /** At most this many plan files are listed (the orphan-artifact scan at start). */
 export const MAX_PLAN_FILES = 10_000;
 
-/** File names denied at any depth (basename globs): secrets a tool must never read or list. */
+/**
+ * File names denied at any depth (basename globs): secrets a tool must never read or list. Matched
+ * without regard to case (`.ENV`, `ID_RSA`, `Server.PEM`): on a case-insensitive file system they are
+ * the same file, and on any other they are the same kind of secret.
+ */
 export const DENY_NAMES = [".env", ".env.*", "*.pem", "*.key", "id_rsa*", "id_ed25519*"] as const;
-/** Folders Glob and Grep never enter. */
+/** Folders Glob and Grep never enter (compared without regard to case, as DENY_NAMES). */
 export const SKIP_DIRS = [".git", "node_modules"] as const;
 const DENY_ALWAYS = [...DENY_NAMES.flatMap((n) => [n, `**/${n}`]), ".git/objects/**", "**/.git/objects/**"];
 const DENY_WRITES = [".pi/plan", ".pi/plan/**"];
-const isDenied = picomatch(DENY_ALWAYS, { dot: true });
-const isWriteDenied = picomatch(DENY_WRITES, { dot: true });
+const isDenied = picomatch(DENY_ALWAYS, { dot: true, nocase: true });
+const isWriteDenied = picomatch(DENY_WRITES, { dot: true, nocase: true });
+const SKIPPED = new Set<string>(SKIP_DIRS);
 
-/** Is a workspace-relative path on the deny-list (never read, listed or searched)? */
+/** Is a workspace-relative path on the deny-list (never read, listed or searched), in any case? */
 export function isDeniedPath(rel: string): boolean {
   return isDenied(rel);
+}
+
+/** Is this folder name one Glob and Grep never enter (`.git`, `.GIT`, `node_modules`, ...)? */
+export function isSkippedDir(name: string): boolean {
+  return SKIPPED.has(name.toLowerCase());
 }
 
 function text(t: string, details?: Record<string, unknown>): ToolExecuteResult {
@@ -99,7 +109,7 @@ async function* walk(dir: string, r: string, budget: { n: number }): AsyncGenera
     if (budget.n-- <= 0) return;
     const abs = path.join(dir, e.name);
     const rel = path.relative(r, abs).split(path.sep).join("/");
-    if ((SKIP_DIRS as readonly string[]).includes(e.name) || isDenied(rel)) continue;
+    if (isSkippedDir(e.name) || isDenied(rel)) continue;
     if (e.isDirectory()) yield* walk(abs, r, budget);
     else if (e.isFile()) yield rel;
   }
@@ -226,8 +236,7 @@ async function grep(args: Record<string, unknown>, r: string, timeoutMs: number)
     ...(glob !== undefined ? { glob } : {}),
   });
   // The deny rules are ripgrep's; the output is checked again against the same list.
-  const keep = (rel: string) =>
-    !isDenied(rel) && !rel.split("/").some((s) => (SKIP_DIRS as readonly string[]).includes(s));
+  const keep = (rel: string) => !isDenied(rel) && !rel.split("/").some(isSkippedDir);
   const { lines, truncated } = await runRipgrep(r, argv, keep, timeoutMs);
   return text(lines.length ? lines.join("\n") : "(no matches)", {
     count: lines.length,

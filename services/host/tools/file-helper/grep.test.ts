@@ -1,9 +1,13 @@
 // Grep's ripgrep arguments: never -P, links not followed, no config file, the pattern as
-// --regexp= and the path after --, every bound present, the deny-list as negated globs after the
-// caller's glob (last wins); and the reading of ripgrep's --json match lines.
+// --regexp= and the path after --, every bound present, the deny-list as negated case-ignoring globs
+// after the caller's glob (last wins), checked against ripgrep itself; and the reading of ripgrep's
+// --json match lines.
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
 import { describe, expect, it } from "vitest";
 import { DENY_NAMES, SKIP_DIRS } from "../workspace-files.ts";
-import { GREP_MAX_LINE_CHARS, GREP_MAX_MATCHES, grepArgs, matchLine } from "./grep.ts";
+import { GREP_MAX_LINE_CHARS, GREP_MAX_MATCHES, grepArgs, matchLine, runRipgrep } from "./grep.ts";
 
 const base = { denyNames: DENY_NAMES, skipDirs: SKIP_DIRS };
 
@@ -28,12 +32,33 @@ describe("grepArgs", () => {
     expect(a.at(-1)).toBe("-rf");
   });
 
-  it("every deny-list name and skipped folder is a negated glob after the caller's glob", () => {
+  it("every deny-list name and skipped folder is a negated case-ignoring glob after the caller's glob", () => {
     const a = grepArgs({ ...base, pattern: "x", rel: "sub", glob: "*.pem" });
     const user = a.indexOf("--glob=*.pem");
     expect(user).toBeGreaterThan(-1);
-    for (const n of [...DENY_NAMES, ...SKIP_DIRS]) expect(a.indexOf(`--glob=!${n}`)).toBeGreaterThan(user);
+    for (const n of [...DENY_NAMES, ...SKIP_DIRS]) expect(a.indexOf(`--iglob=!${n}`)).toBeGreaterThan(user);
+    expect(a.filter((x) => x.startsWith("--glob=!"))).toEqual([]);
     expect(DENY_NAMES).toEqual(expect.arrayContaining([".env", "*.pem"]));
+  });
+
+  it("ripgrep itself: no spelling of a denied name is searched, whatever the caller's glob", async () => {
+    const dir = mkdtempSync(path.join(os.tmpdir(), "grep-case-"));
+    try {
+      const denied = [".ENV", ".Env.local", "ID_RSA", "sub/Server.PEM", "Deploy.KEY", ".GIT/config"];
+      for (const f of [...denied, "notes.txt"]) {
+        mkdirSync(path.dirname(path.join(dir, f)), { recursive: true });
+        writeFileSync(path.join(dir, f), "TOKEN\n");
+      }
+      const keep = () => true;
+      for (const glob of [undefined, ".ENV", "*.PEM", "ID_*", "**/*", ".GIT/**"]) {
+        const argv = grepArgs({ ...base, pattern: "TOKEN", rel: "", ...(glob ? { glob } : {}) });
+        const { lines } = await runRipgrep(dir, [...argv.slice(0, -2), "--hidden", "--", "."], keep);
+        const expected = glob === undefined || glob === "**/*" ? ["notes.txt:1:TOKEN"] : [];
+        expect({ glob, lines }).toEqual({ glob, lines: expected });
+      }
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it("refuses NUL in the pattern or glob", () => {

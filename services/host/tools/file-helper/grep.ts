@@ -28,16 +28,17 @@ export interface GrepRequest {
   rel: string;
   /** The caller's glob (gitignore-style, as ripgrep's `--glob`). */
   glob?: string;
-  /** Basename globs of the deny-list: ripgrep never opens a file matching one. */
+  /** Basename globs of the deny-list: ripgrep never opens a file matching one, in any case. */
   denyNames: readonly string[];
-  /** Folders never entered (.git, node_modules). */
+  /** Folders never entered (.git, node_modules), in any case. */
   skipDirs: readonly string[];
 }
 
 /**
  * ripgrep's arguments for one Grep, run with the workspace as cwd. The pattern is passed as
- * `--regexp=` (never read as a flag) and the path after `--`; the caller's glob comes before the
- * deny rules, which ripgrep applies last-wins, so a glob cannot re-include a denied file.
+ * `--regexp=` (never read as a flag) and the path after `--`. The deny rules are `--iglob`s (case
+ * ignored: `.ENV`, `Server.PEM`), which ripgrep adds after every `--glob` and applies last-wins, so the
+ * caller's glob cannot re-include a denied file in any spelling.
  */
 export function grepArgs(req: GrepRequest): string[] {
   if (req.pattern.includes("\0")) throw new AppError("INVALID_PARAMS", "pattern contains NUL");
@@ -58,8 +59,8 @@ export function grepArgs(req: GrepRequest): string[] {
     "--dfa-size-limit=16M",
   ];
   if (req.glob !== undefined) args.push(`--glob=${req.glob}`);
-  for (const name of req.denyNames) args.push(`--glob=!${name}`);
-  for (const dir of req.skipDirs) args.push(`--glob=!${dir}`);
+  for (const name of req.denyNames) args.push(`--iglob=!${name}`);
+  for (const dir of req.skipDirs) args.push(`--iglob=!${dir}`);
   args.push(`--regexp=${req.pattern}`, "--", req.rel === "" ? "." : req.rel);
   return args;
 }
