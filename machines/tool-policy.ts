@@ -118,7 +118,7 @@ export const TOOLS = {
     offered: BOTH,
     spec: {
       description:
-        "Open a page in a sandboxed headless browser and return its title, visible text and a screenshot path. Only http(s)://127.0.0.1, localhost or [::1] URLs and file:// URLs inside the workspace; every request to another origin is blocked. waitMs (0-10000) waits after load.",
+        "Open a page in a sandboxed headless browser and return its title, visible text and a screenshot path. file:// URLs inside the workspace and the origins the project lists load; loopback URLs (127.0.0.1, localhost, [::1]) are the browser sandbox's own, where nothing of the host's listens; every other request is blocked. waitMs (0-10000) waits after load.",
       parameters: {
         type: "object",
         required: ["url"],
