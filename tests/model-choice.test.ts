@@ -5,6 +5,7 @@
 // announced at start.
 import { describe, expect, it } from "vitest";
 import type { ProjectView, SessionView } from "../services/protocol/schemas.ts";
+import { eventually } from "./support/stack.ts";
 import { useStack } from "./support/stack-fixture.ts";
 import { refusalCode } from "./support/worker-double.ts";
 
@@ -62,5 +63,79 @@ describe("the model a client may choose", () => {
     expect((await alice.call<SessionView>("session.get", { sessionId: plain.id })).model.provider).toBe(
       "local-openai",
     );
+  });
+
+  it("scheduled tasks get the same check at every entry: create, update, run now and a due run", async () => {
+    // The finding: with `scripted,openai` allowed, scheduled.create took anthropic/claude and
+    // ../../x, and scheduled.run made sessions of them whose turns were offered forever.
+    const alice = stack.rpc("alice");
+    const project = await alice.call<ProjectView>("projects.create", {
+      name: "mcs",
+      workspaceRoot: stack.newWorkspace("mcs"),
+    });
+    const footprint = async () =>
+      (
+        await stack.db.pool.query(
+          `SELECT (SELECT count(*)::int FROM scheduled_tasks) AS tasks,
+                  (SELECT count(*)::int FROM scheduled_runs) AS runs,
+                  (SELECT count(*)::int FROM sessions WHERE project_id = $1) AS sessions`,
+          [project.id],
+        )
+      ).rows[0];
+    const task = (model?: unknown) => ({
+      name: "nightly",
+      cron: "0 3 * * *",
+      timezone: "UTC",
+      projectId: project.id,
+      prompt: "check",
+      ...(model === undefined ? {} : { model }),
+    });
+    const before = await footprint();
+    for (const model of [
+      { provider: "anthropic", model: "claude" },
+      { provider: "../../x", model: "../../x" },
+      { provider: "openai", model: "gpt-4o" },
+    ])
+      expect([model, await refusalCode(alice.call("scheduled.create", task(model)))]).toEqual([
+        model,
+        "MODEL_NOT_CONFIGURED",
+      ]);
+    expect(await footprint()).toEqual(before);
+
+    // Allowed now; an update to a model the deployment does not allow is refused and changes nothing.
+    const ok = await alice.call<{ id: string; version: number }>("scheduled.create", task());
+    expect(
+      await refusalCode(
+        alice.call("scheduled.update", { taskId: ok.id, model: { provider: "anthropic", model: "claude" } }),
+      ),
+    ).toBe("MODEL_NOT_CONFIGURED");
+    const kept = await stack.db.pool.query("SELECT version, config FROM scheduled_tasks WHERE id = $1", [
+      ok.id,
+    ]);
+    expect(kept.rows[0].version).toBe(ok.version);
+
+    // A task that names a model no longer allowed (written before the rule, or by an older host):
+    // run now is refused with no run and no session; a due run fails MODEL_NOT_CONFIGURED, no session.
+    await stack.db.pool.query(
+      `UPDATE scheduled_tasks SET config = jsonb_set(config, '{model}', '{"provider":"anthropic","model":"claude"}')
+        WHERE id = $1`,
+      [ok.id],
+    );
+    const mid = await footprint();
+    expect(await refusalCode(alice.call("scheduled.run", { taskId: ok.id }))).toBe("MODEL_NOT_CONFIGURED");
+    expect(await footprint()).toEqual(mid);
+    const next = (await stack.db.pool.query("SELECT next_run_at FROM scheduled_tasks WHERE id = $1", [ok.id]))
+      .rows[0].next_run_at as Date;
+    await stack.hook("clock.set", { now: next.getTime() + 1_000 });
+    const runs = await eventually(async () => {
+      const r = await alice.call<{
+        runs: Array<{ status: string; errorCode: string | null; sessionId: string | null }>;
+      }>("scheduled.runs", { taskId: ok.id });
+      return r.runs.length > 0 ? r.runs : null;
+    });
+    expect(runs).toEqual([
+      expect.objectContaining({ status: "failed", errorCode: "MODEL_NOT_CONFIGURED", sessionId: null }),
+    ]);
+    expect((await footprint()).sessions).toBe(mid.sessions);
   });
 });

@@ -314,6 +314,25 @@ async function main(): Promise<void> {
     restartWindowMs: config.actorRestartWindowMs,
     passivateAfterMs: config.passivateAfterMs,
   });
+  // What the host sends is bounded by the server's max_payload, read from the connection
+  // (docs/protocol.md "Message bounds"): tool results a quarter of it, context pages a half,
+  // plan-file pages three quarters of a half (their base64 fits the half).
+  const maxPayload = rpcNc.info?.max_payload ?? 1024 * 1024;
+  // The model a session runs when it names none, said at start (never a silent demo).
+  const workers = createWorkerRegistry({ clock, isLeased: dispatcher.isLeased });
+  const modelChoice = createModelChoice({
+    devMode: config.devMode,
+    defaultModel: config.defaultModel,
+    providers: config.modelProviders,
+    workers,
+  });
+  log[modelChoice.defaultModel ? "info" : "warn"]("host.default_model", {
+    model: modelChoice.defaultModel,
+    providers: config.modelProviders,
+    ...(modelChoice.defaultModel
+      ? {}
+      : { message: "no PI_DEFAULT_MODEL: a session must name its model ({provider, model})" }),
+  });
   // Scheduled tasks and app settings (docs/architecture.md, "Scheduled tasks and settings").
   const schedules = createScheduleStore({ db, clock, hostId: config.hostId });
   const scheduler = createScheduler({
@@ -325,26 +344,9 @@ async function main(): Promise<void> {
     log,
     graceMs: config.scheduleGraceMs,
     pollMs: config.schedulePollMs,
+    models: modelChoice,
   });
 
-  // What the host sends is bounded by the server's max_payload, read from the connection
-  // (docs/protocol.md "Message bounds"): tool results a quarter of it, context pages a half,
-  // plan-file pages three quarters of a half (their base64 fits the half).
-  const maxPayload = rpcNc.info?.max_payload ?? 1024 * 1024;
-  // The model a session runs when it names none, said at start (never a silent demo).
-  const modelChoice = createModelChoice({
-    devMode: config.devMode,
-    defaultModel: config.defaultModel,
-    providers: config.modelProviders,
-  });
-  log[modelChoice.defaultModel ? "info" : "warn"]("host.default_model", {
-    model: modelChoice.defaultModel,
-    providers: config.modelProviders,
-    ...(modelChoice.defaultModel
-      ? {}
-      : { message: "no PI_DEFAULT_MODEL: a session must name its model ({provider, model})" }),
-  });
-  const workers = createWorkerRegistry({ clock, isLeased: dispatcher.isLeased });
   // What /readyz checks, once the drain gate exists (below); host.status reports the same list.
   let readinessChecks: Readiness | null = null;
   const hooks = wireTestHooks(
@@ -377,6 +379,7 @@ async function main(): Promise<void> {
         settings: createSettingsStore({ db, clock }),
         store: schedules,
         scheduler,
+        models: modelChoice,
         devMode: config.devMode,
         settingsAdmins: config.settingsAdmins,
       }),

@@ -233,13 +233,18 @@ export const METHODS = {
     result: SettingsView,
   },
   "scheduled.create": {
-    ...person("scheduling", "any", null, ["PROJECT_NOT_FOUND", "FORBIDDEN"]),
+    ...person("scheduling", "any", null, ["PROJECT_NOT_FOUND", "FORBIDDEN", "MODEL_NOT_CONFIGURED"]),
     params: ScheduledCreateParams,
     result: ScheduledTaskView,
   },
   "scheduled.list": { ...person("scheduling", "any", null), params: EmptyParams, result: ScheduledTaskList },
   "scheduled.update": {
-    ...person("scheduling", "owner", null, ["SCHEDULED_TASK_NOT_FOUND", "FORBIDDEN", "PROJECT_NOT_FOUND"]),
+    ...person("scheduling", "owner", null, [
+      "SCHEDULED_TASK_NOT_FOUND",
+      "FORBIDDEN",
+      "PROJECT_NOT_FOUND",
+      "MODEL_NOT_CONFIGURED",
+    ]),
     params: ScheduledUpdateParams,
     result: ScheduledTaskView,
   },
@@ -253,6 +258,7 @@ export const METHODS = {
       "SCHEDULED_TASK_NOT_FOUND",
       "FORBIDDEN",
       "PLAN_REQUIRES_INTERACTIVE_SESSION",
+      "MODEL_NOT_CONFIGURED",
     ]),
     params: ScheduledTaskRef,
     result: ScheduledRunView,

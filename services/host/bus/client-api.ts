@@ -26,7 +26,7 @@ import { assertApproversAreMembers } from "../store/project-members.ts";
 import type { ProjectStore } from "../store/project-store.ts";
 import type { SessionSupervisor } from "../sessions/session-supervisor.ts";
 import { PASSIVATED } from "../sessions/machine-state.ts";
-import { type ModelChoice, SCRIPTED_PROVIDER } from "../sessions/model-choice.ts";
+import type { ModelChoice } from "../sessions/model-choice.ts";
 import type { WorkerRegistry } from "../sessions/worker-registry.ts";
 import { countSessionLeases, turnOfIdempotencyKey } from "../store/session-facts.ts";
 import { ownSessionsHere, readHostStatusRows } from "../store/host-status-rows.ts";
@@ -87,24 +87,9 @@ export function createClientApi(deps: {
   const { db, sessions, plans, supervisor } = deps;
   const pageBound = Math.max(1, Math.floor(deps.maxPageBytes ?? DEFAULT_MAX_PAGE_BYTES));
 
-  /**
-   * The model a session asks for, chosen (model-choice.ts) and, when workers have been heard from,
-   * served by one of them with its key (else MODEL_NOT_CONFIGURED: its turns would wait forever).
-   */
-  function chooseModel(model: ModelConfig | undefined): ModelConfig | undefined {
-    const chosen = deps.models ? deps.models.choose(model) : model;
-    if (
-      chosen &&
-      chosen.provider !== SCRIPTED_PROVIDER &&
-      deps.workers?.serves(chosen.provider, chosen.model) === false
-    )
-      throw new AppError(
-        "MODEL_NOT_CONFIGURED",
-        `no live worker serves ${chosen.provider}/${chosen.model} with a key (models.list shows what they serve)`,
-        { details: { provider: chosen.provider, model: chosen.model } },
-      );
-    return chosen;
-  }
+  /** The model a session asks for, checked as at every entry (model-choice.ts). */
+  const chooseModel = (model: ModelConfig | undefined): ModelConfig | undefined =>
+    deps.models ? deps.models.choose(model) : model;
 
   /** The rows' view with the live actor's state value ("passivated" without one). */
   const live = (view: StoredSessionView): SessionView => ({

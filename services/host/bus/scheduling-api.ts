@@ -14,6 +14,7 @@ import type { SchedulingMethod } from "../../protocol/subjects.ts";
 import type { ClientHandler } from "./client-api.ts";
 import { requireSettingsAdmin, type SettingsAdmins } from "./settings-admins.ts";
 import type { ScheduleStore } from "../store/schedule-store.ts";
+import type { ModelChoice } from "../sessions/model-choice.ts";
 import type { Scheduler } from "../sessions/scheduler.ts";
 import type { SettingsStore } from "../store/settings-store.ts";
 
@@ -22,6 +23,8 @@ export function createSchedulingApi(
     settings: SettingsStore;
     store: ScheduleStore;
     scheduler: Scheduler;
+    /** The model check of every entry (sessions/model-choice.ts). */
+    models?: Pick<ModelChoice, "choose">;
   } & SettingsAdmins,
 ): Record<SchedulingMethod, ClientHandler> {
   const { settings, store, scheduler } = deps;
@@ -40,6 +43,7 @@ export function createSchedulingApi(
 
     "scheduled.create": async (principal, params) => {
       const p = decodeParams(ScheduledCreateParams, params);
+      deps.models?.choose(p.model);
       const task = await store.createTask(principal, p);
       if (task.ok) scheduler.wake();
       return task;
@@ -52,6 +56,7 @@ export function createSchedulingApi(
 
     "scheduled.update": async (principal, params) => {
       const p = decodeParams(ScheduledUpdateParams, params);
+      if (p.model !== undefined) deps.models?.choose(p.model);
       const task = await store.updateTask(principal, p);
       if (task.ok) scheduler.wake();
       return task;

@@ -1,8 +1,10 @@
-// Which model a session runs (docs/models.md "What a client may choose"): the client names
-// {provider, model} or nothing; nothing means the deployment's default (PI_DEFAULT_MODEL), never a
-// silent demo; a provider the deployment does not allow (PI_MODEL_PROVIDERS; the scripted test
-// provider only in development mode or when listed) is MODEL_NOT_CONFIGURED. Whether a worker can
-// really run it is the worker's answer at the turn (its models.json).
+// Which model a session runs (docs/models.md "What a client may choose"), the one check at every
+// entry that names one (session.create, session.configure, scheduled.create, scheduled.update, and
+// each scheduled run before its session exists): the client names {provider, model} or nothing;
+// nothing means the deployment's default (PI_DEFAULT_MODEL), never a silent demo; a provider the
+// deployment does not allow (PI_MODEL_PROVIDERS; the scripted test provider only in development mode
+// or when listed) is MODEL_NOT_CONFIGURED, and so is, once workers have been heard from, a model no
+// live worker serves with its key (its turns would wait forever).
 import { AppError } from "../../protocol/app-error.ts";
 import type { ModelConfig } from "../../protocol/schemas.ts";
 
@@ -14,6 +16,8 @@ export interface ModelChoiceConfig {
   defaultModel: { provider: string; model: string } | null;
   /** PI_MODEL_PROVIDERS; null: every provider (the scripted one only in development mode). */
   providers: readonly string[] | null;
+  /** What live workers serve (worker-registry.ts); none: no worker check. */
+  workers?: { serves(provider: string, model: string): boolean | null };
 }
 
 /** `provider/model` of PI_DEFAULT_MODEL; anything else refuses to start. */
@@ -35,7 +39,7 @@ export function createModelChoice(config: ModelChoiceConfig) {
     defaultModel,
     /** Whether sessions may use `provider` here. */
     allows: allowed,
-    /** The model a session.create or session.configure asks for, checked; refusal changes nothing. */
+    /** The model an entry asks for (none: the default), checked; a refusal changes nothing. */
     choose(model: ModelConfig | undefined): ModelConfig {
       const chosen = model ?? defaultModel;
       if (!chosen)
@@ -50,6 +54,15 @@ export function createModelChoice(config: ModelChoiceConfig) {
             ? "the scripted provider is for development mode (or list it in PI_MODEL_PROVIDERS)"
             : `provider ${chosen.provider} is not one this deployment allows (PI_MODEL_PROVIDERS)`,
           { details: { provider: chosen.provider } },
+        );
+      if (
+        chosen.provider !== SCRIPTED_PROVIDER &&
+        config.workers?.serves(chosen.provider, chosen.model) === false
+      )
+        throw new AppError(
+          "MODEL_NOT_CONFIGURED",
+          `no live worker serves ${chosen.provider}/${chosen.model} with a key (models.list shows what they serve)`,
+          { details: { provider: chosen.provider, model: chosen.model } },
         );
       return chosen;
     },

@@ -9,6 +9,7 @@ import type { Clock, TimerHandle } from "../clock.ts";
 import { type RunRow, runView, type ScheduleStore, type TaskRow } from "../store/schedule-store.ts";
 import type { SessionSupervisor } from "./session-supervisor.ts";
 import type { SessionStore } from "../store/session-store.ts";
+import type { ModelChoice } from "./model-choice.ts";
 
 export interface SchedulerDeps {
   clock: Clock;
@@ -21,6 +22,8 @@ export interface SchedulerDeps {
   graceMs: number;
   /** Longest wait between two looks at the table (PI_SCHEDULE_POLL_MS): tasks other hosts created. */
   pollMs: number;
+  /** The model check of every entry (model-choice.ts): a run's model is checked before its session exists. */
+  models?: Pick<ModelChoice, "choose">;
 }
 
 export function createScheduler(deps: SchedulerDeps) {
@@ -34,6 +37,9 @@ export function createScheduler(deps: SchedulerDeps) {
   async function startRun(task: TaskRow, claimed: RunRow): Promise<RunRow> {
     let run = claimed;
     try {
+      // The task's model as every entry checks it: one the deployment does not allow (any more), or
+      // no live worker serves, fails the run before a session or turn exists.
+      deps.models?.choose(task.config.model);
       const session = await sessions.createSession(
         task.owner!,
         {
@@ -141,6 +147,10 @@ export function createScheduler(deps: SchedulerDeps) {
 
     /** `scheduled.run`: refused for a Plan task before anything exists; else starts a run now. */
     async runNow(principal: string, taskId: string): Promise<Result<ScheduledRunView>> {
+      // The model first, as session.create checks it: a refusal leaves no run and no session.
+      const owned = await store.taskOf(principal, taskId);
+      if (!owned.ok) return owned;
+      deps.models?.choose(owned.value.config.model);
       const claimed = await store.claimManual(principal, taskId, hostId);
       if (!claimed.ok) {
         // A Plan task's refusal is logged; a missing or foreign task is only the caller's refusal.

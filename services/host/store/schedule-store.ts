@@ -117,6 +117,8 @@ export function createScheduleStore({ db, clock, hostId }: { db: Db; clock: Cloc
   return {
     getTask,
     ownedTask,
+    /** The principal's task (SCHEDULED_TASK_NOT_FOUND, FORBIDDEN otherwise), read for a check. */
+    taskOf: (principal: string, taskId: string) => findOwnedTask(db, principal, taskId),
     ...scheduleClaims({ db, clock }),
 
     /** A new task of the principal's; an unusable schedule or an unknown project is refused. */
