@@ -1,7 +1,8 @@
 // Explicit model choice across workers (issue #13 clause 2): two real workers, one with a
 // models.json serving `local-openai/m1` from a local server, one with pi-ai's built-ins only.
 // models.list shows what the live workers serve (and whether the key is configured); a turn of a
-// session on `local-openai/m1` is claimed only by the worker that serves it, never by the other.
+// session on `local-openai/m1` is claimed only by the worker that serves it, never by the other; a
+// worker that stops is gone from both lists at once (its goodbye).
 import { describe, expect, it } from "vitest";
 import type { ModelList, ProjectView, SessionView } from "../services/protocol/schemas.ts";
 import { useFakeOpenAIModels } from "./support/fake-providers.ts";
@@ -9,6 +10,7 @@ import { turnEnded } from "./support/plans.ts";
 import { startWorker } from "./support/processes.ts";
 import { eventually } from "./support/stack.ts";
 import { useStack } from "./support/stack-fixture.ts";
+import { refusalCode } from "./support/worker-double.ts";
 
 const fake = useFakeOpenAIModels();
 
@@ -61,6 +63,22 @@ describe("models.list and offers by model", () => {
         expect(plain.lines.some((l) => l.includes(turnId))).toBe(false);
       }
       events.stop();
+
+      // A worker that stops says goodbye: gone from workers.list and models.list at once, not after
+      // the 90 s a silent worker is remembered.
+      await serving.stop();
+      const gone = await alice.call<ModelList>("models.list");
+      expect(gone.models.filter((m) => m.provider === "local-openai")).toEqual([]);
+      const workers = await alice.call<{ workers: Array<{ workerId: string }> }>("workers.list");
+      expect(workers.workers.map((w) => w.workerId)).toEqual(["plain"]);
+      expect(
+        await refusalCode(
+          alice.call("session.create", {
+            projectId: project.id,
+            model: { provider: "local-openai", model: "m1" },
+          }),
+        ),
+      ).toBe("MODEL_NOT_CONFIGURED");
     } finally {
       await Promise.all([plain.stop(), serving.stop()]);
     }
