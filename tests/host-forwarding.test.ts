@@ -116,6 +116,8 @@ describe("two hosts, sessions owned by host A", () => {
     const forwarded = forwardedBy(B(), "session.get").slice(before);
     expect(forwarded.length).toBeGreaterThan(0);
     expect(forwarded.every((o) => o.owner === "host-a")).toBe(true);
+    // The owner's answer came back through B (A never answers the caller itself), in time.
+    expect(logged(B(), "host.forward_failed")).toEqual([]);
     // A served them as forwarded requests; A itself forwarded nothing (it owns the session).
     expect(
       logged(A(), "host.forward_received").filter((o) => o.from === "host-b" && o.caller === "alice").length,

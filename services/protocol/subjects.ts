@@ -125,9 +125,14 @@ export function pluginWildcard(prefix: string, pluginId: string): string {
   return `${prefix}.plugin.${pluginId}.*`;
 }
 
-/** Test hooks (PI_TEST_HOOKS=1 only): `<prefix>.test.<name>`. */
+/** Test hooks (PI_TEST_HOOKS=1 only): `<prefix>.test.<name>`, served by any one host. */
 export function testSubject(prefix: string, name: string): string {
   return `${prefix}.test.${name}`;
+}
+
+/** The same test hooks of one host, `<prefix>.testhost.<hostId>.<name>` (each host has its own clock). */
+export function hostTestSubject(prefix: string, hostId: string, name: string): string {
+  return `${prefix}.testhost.${hostId}.${name}`;
 }
 
 /**

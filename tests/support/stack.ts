@@ -8,7 +8,7 @@ import type { NatsConnection, Subscription } from "@nats-io/nats-core";
 import { decodeJson, encodeJson, unwrapReply } from "../../services/protocol/envelope.ts";
 import type { SessionEvent } from "../../services/protocol/events.ts";
 import { createAgentClient, createRpcClient } from "../../services/protocol/rpc-client.ts";
-import { sessionEventsWildcard, testSubject } from "../../services/protocol/subjects.ts";
+import { hostTestSubject, sessionEventsWildcard, testSubject } from "../../services/protocol/subjects.ts";
 import { createTestDatabase, type TestDatabase } from "./test-db.ts";
 import type { Resource } from "./leaks.ts";
 import { connectNats, NATS_URL, natsResource, subscriptionResource, uniquePrefix } from "./test-nats.ts";
@@ -29,6 +29,8 @@ export interface Stack {
   newWorkspace(name: string): string;
   /** A test hook of the host (PI_TEST_HOOKS=1): `<prefix>.test.<name>`. */
   hook<T = { now: number }>(name: string, body?: unknown): Promise<T>;
+  /** The same hook of one host by id, when several run (each has its own clock). */
+  hookOn<T = { now: number }>(hostId: string, name: string, body?: unknown): Promise<T>;
   events(sessionId: string, principal?: string): EventCollector;
   /** What the stack opened and closes itself: connection, database, processes, collectors. */
   owned(): Resource[];
@@ -114,6 +116,12 @@ export async function createStack(label: string): Promise<Stack> {
     },
     async hook<T>(name: string, body: unknown = {}) {
       const m = await nc.request(testSubject(env.prefix, name), encodeJson(body), { timeout: 10_000 });
+      return unwrapReply<T>(m.data);
+    },
+    async hookOn<T>(hostId: string, name: string, body: unknown = {}) {
+      const m = await nc.request(hostTestSubject(env.prefix, hostId, name), encodeJson(body), {
+        timeout: 10_000,
+      });
       return unwrapReply<T>(m.data);
     },
     events(sessionId, principal = "alice") {

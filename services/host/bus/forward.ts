@@ -54,8 +54,11 @@ export function forwardWaitMs(hdrs: MsgHdrs | undefined, fallbackMs: number): nu
  * service error headers exactly as the services library does for its own endpoints.
  */
 export function asServiceMsg(msg: Msg): ServiceMsg {
+  // Answers always go to this message's own reply subject: `received` below derives the forwarded
+  // request from it with the original reply subject in its place, for the reply rules only.
   return Object.create(msg, {
     reply: { value: msg.reply ?? "" },
+    respond: { value: (data?: Uint8Array, opts?: { headers?: MsgHdrs }) => msg.respond(data, opts) },
     respondError: {
       value(code: number, description: string, data?: Uint8Array, opts?: { headers?: MsgHdrs }) {
         const h = opts?.headers ?? headers();

@@ -15,6 +15,7 @@ import {
   parseRpcSubject,
   rpcWildcard,
   SUBJECT_TOKEN,
+  hostTestSubject,
   testSubject,
   workerGoodbyeWildcard,
   workerHostSubject,
@@ -134,6 +135,9 @@ export async function startHostBus(deps: {
 }): Promise<Service> {
   const { nc, prefix, log } = deps;
   const metrics = deps.metrics;
+  const isTestSubject = (subject: string) =>
+    subject.startsWith(testSubject(prefix, "")) ||
+    subject.startsWith(hostTestSubject(prefix, deps.hostId, ""));
   const agentMethodOf = new Map<string, string>(
     AGENT_METHODS.map((m) => [workerHostSubject(prefix, deps.hostId, m), m]),
   );
@@ -145,7 +149,7 @@ export async function startHostBus(deps: {
       methodOf: (msg) =>
         agentMethodOf.get(msg.subject) ??
         parseRpcSubject(prefix, msg.subject)?.method ??
-        (msg.subject.startsWith(testSubject(prefix, "")) ? "test" : "forward"),
+        (isTestSubject(msg.subject) ? "test" : "forward"),
     },
   );
 
@@ -205,7 +209,7 @@ export async function startHostBus(deps: {
       const serveHere = () => {
         const run = () => (bodyError !== null ? Promise.reject(bodyError) : serve(msg, body));
         // Draining: a new request is refused (retriable), one already running finishes (drain gate).
-        const drain = subject === testSubject(prefix, ">") ? undefined : deps.drain;
+        const drain = isTestSubject(subject) ? undefined : deps.drain;
         if (drain?.draining) {
           replier.reply(msg, subject, () =>
             Promise.reject(new AppError("HOST_SHUTTING_DOWN", "the host is shutting down; retry")),
@@ -327,20 +331,25 @@ export async function startHostBus(deps: {
 
   // Not in production without test hooks: the serving user has no right on `<prefix>.test.>`, and
   // a subscription the server refuses stops the whole service.
+  // Each hook on `<prefix>.test.>` (any one host) and on this host's own `<prefix>.testhost.<id>.>`.
   if (deps.test || deps.devMode)
-    endpoint(
-      "test",
-      testSubject(prefix, ">"),
-      null,
-      () => null,
-      async (msg, body) => {
-        if (!deps.test) throw new AppError("TEST_HOOKS_DISABLED");
-        const name = msg.subject.slice(testSubject(prefix, "").length);
-        const handler = Object.hasOwn(deps.test, name) ? deps.test[name] : undefined;
-        if (!handler) throw new AppError("UNKNOWN_METHOD", `no test hook ${name}`);
-        return handler(body);
-      },
-    );
+    for (const [name, head] of [
+      ["test", testSubject(prefix, "")],
+      ["test-host", hostTestSubject(prefix, deps.hostId, "")],
+    ] as const)
+      endpoint(
+        name,
+        `${head}>`,
+        null,
+        () => null,
+        async (msg, body) => {
+          if (!deps.test) throw new AppError("TEST_HOOKS_DISABLED");
+          const hook = msg.subject.slice(head.length);
+          const handler = Object.hasOwn(deps.test, hook) ? deps.test[hook] : undefined;
+          if (!handler) throw new AppError("UNKNOWN_METHOD", `no test hook ${hook}`);
+          return handler(body);
+        },
+      );
 
   // Workers announce themselves; waiting offers are re-published at once.
   nc.subscribe(agentSubject(prefix, "hello"), {
