@@ -3,6 +3,8 @@
 import type { ErrorCode } from "../../protocol/error-codes.ts";
 import type { PermissionDecision, PermissionRisk } from "../../protocol/permission-schemas.ts";
 import type { Db, Tx } from "./db.ts";
+import { encodePosition } from "../../protocol/pages.ts";
+import { keysetWindow, microsSql } from "./keyset-sql.ts";
 import { memberApproversSql, ownsOrApprovesSql } from "./project-members.ts";
 
 export interface PermissionRequestRow {
@@ -109,19 +111,29 @@ export async function answerRequest(
   return u.rows[0]!;
 }
 
-/** Pending, not yet due requests of sessions the principal owns or approves, oldest first. */
+/**
+ * One page of the pending, not yet due requests of sessions the principal owns or approves,
+ * oldest first: a keyset on (created_at, id) after `after`. The rows come with their position and
+ * the page's `limit` (the rows are `limit + 1` at most), for boundPage.
+ */
 export async function pendingRequestsFor(
   q: Db | Tx,
   principal: string,
   at: Date,
-  sessionId?: string,
-): Promise<PermissionRequestRow[]> {
-  const r = await q.query<PermissionRequestRow>(
-    `SELECT pr.* FROM permission_requests pr JOIN sessions s ON s.id = pr.session_id
-     WHERE pr.status = 'pending' AND pr.deadline > $1 AND ($2::text IS NULL OR pr.session_id = $2)
-       AND ${ownsOrApprovesSql("s", "$3")}
-     ORDER BY pr.created_at, pr.id`,
-    [at, sessionId ?? null, principal],
+  p: { sessionId?: string | undefined; limit?: number | undefined; after?: string | undefined },
+): Promise<{ rows: Array<PermissionRequestRow & { position: string }>; limit: number }> {
+  const created = microsSql("pr.created_at");
+  const w = keysetWindow(
+    { limit: p.limit, cursor: p.after },
+    { keys: [created, "pr.id"], direction: "after", first: 4 },
   );
-  return r.rows;
+  const r = await q.query<PermissionRequestRow & { created_us: string }>(
+    `SELECT pr.*, ${created} AS created_us FROM permission_requests pr JOIN sessions s ON s.id = pr.session_id
+     WHERE pr.status = 'pending' AND pr.deadline > $1 AND ($2::text IS NULL OR pr.session_id = $2)
+       AND ${ownsOrApprovesSql("s", "$3")} AND ${w.condition}
+     ORDER BY ${w.order} LIMIT ${w.limit + 1}`,
+    [at, p.sessionId ?? null, principal, ...w.params],
+  );
+  const rows = r.rows.map((row) => ({ ...row, position: encodePosition([row.created_us], row.id) }));
+  return { rows, limit: w.limit };
 }

@@ -2,9 +2,13 @@
 // (plan-submit.ts), resolution (plan-resolve.ts), the execution claim (plan-execution.ts); reads,
 // abort and expiry here. The database guards hold by themselves.
 import { AppError } from "../../protocol/app-error.ts";
+import { boundPage } from "./bounded-page.ts";
+import { encodePosition } from "../../protocol/pages.ts";
 import {
   PLANS_HISTORY_MAX_BYTES,
+  type PlansPendingParams,
   type ProposalHistoryPage,
+  type ProposalList,
   type ProposalView,
 } from "../../protocol/schemas.ts";
 import { type Tx, withTransaction } from "./db.ts";
@@ -13,11 +17,16 @@ import { planExecution } from "./plan-execution.ts";
 import { planResolve } from "./plan-resolve.ts";
 import { type ApprovalRow, type PlanStoreDeps, planRows, proposalView } from "./plan-rows.ts";
 import { planSubmit } from "./plan-submit.ts";
+import { keysetWindow, microsSql } from "./keyset-sql.ts";
 import { memberApproversSql, ownsOrApprovesSql } from "./project-members.ts";
 
 export type { ClaimExecutionOutcome } from "./plan-execution.ts";
 export type { ResolveOutcome } from "./plan-resolve.ts";
 export { type PlanFaults, proposalView } from "./plan-rows.ts";
+
+/** A proposal's place in its lists: when it was submitted (exact microseconds), then its id. */
+const proposalPosition = (row: { created_us: string; id: string }) =>
+  encodePosition([row.created_us], row.id);
 
 export function createPlanStore(deps: PlanStoreDeps) {
   const { db, clock } = deps;
@@ -51,27 +60,32 @@ export function createPlanStore(deps: PlanStoreDeps) {
       };
     },
 
-    /** Pending rows visible to the principal, after applying expiry. */
-    async pending(principal: string, sessionId?: string): Promise<ProposalView[]> {
+    /**
+     * One page of the pending rows the principal owns or approves (one session's, with
+     * `sessionId`), oldest first: a keyset on (created_at, id) after `after`. Rows past their
+     * deadline are expired first (each once), so a page holds only what still waits.
+     */
+    async pending(principal: string, p: PlansPendingParams): Promise<ProposalList> {
       const now = clock.date();
-      const r = await db.query(
-        `SELECT a.id, a.deadline FROM plan_approvals a JOIN sessions s ON s.id = a.session_id
-         WHERE a.status = 'pending' AND ${ownsOrApprovesSql("s", "$1")} AND ($2::text IS NULL OR a.session_id = $2)
-         ORDER BY a.created_at`,
-        [principal, sessionId ?? null],
+      const visible = `a.status = 'pending' AND ${ownsOrApprovesSql("s", "$1")} AND ($3::text IS NULL OR a.session_id = $3)`;
+      const due = await db.query(
+        `SELECT a.id FROM plan_approvals a JOIN sessions s ON s.id = a.session_id
+          WHERE ${visible} AND a.deadline <= $2`,
+        [principal, now, p.sessionId ?? null],
       );
-      const out: ProposalView[] = [];
-      for (const { id, deadline } of r.rows as Array<{ id: string; deadline: Date }>) {
-        if (deadline.getTime() <= now.getTime()) {
-          await expireIfStillPending(id);
-          continue;
-        }
-        const full = await db.query("SELECT * FROM plan_approvals WHERE id = $1 AND status = 'pending'", [
-          id,
-        ]);
-        if (full.rows[0]) out.push(proposalView(full.rows[0]));
-      }
-      return out;
+      for (const { id } of due.rows as Array<{ id: string }>) await expireIfStillPending(id);
+      const created = microsSql("a.created_at");
+      const w = keysetWindow(
+        { limit: p.limit, cursor: p.after },
+        { keys: [created, "a.id"], direction: "after", first: 4 },
+      );
+      const r = await db.query<ApprovalRow & { created_us: string }>(
+        `SELECT a.*, ${created} AS created_us FROM plan_approvals a JOIN sessions s ON s.id = a.session_id
+          WHERE ${visible} AND a.deadline > $2 AND ${w.condition} ORDER BY ${w.order} LIMIT ${w.limit + 1}`,
+        [principal, now, p.sessionId ?? null, ...w.params],
+      );
+      const page = boundPage(r.rows, { limit: w.limit, view: proposalView, position: proposalPosition });
+      return { proposals: page.items, next: page.next };
     },
 
     /**
@@ -88,35 +102,23 @@ export function createPlanStore(deps: PlanStoreDeps) {
         [sessionId, clock.date()],
       );
       for (const { id } of due.rows as Array<{ id: string }>) await expireIfStillPending(id);
-      const limit = p.limit ?? 50;
-      const dot = p.before?.indexOf(".") ?? -1;
-      const before = p.before && dot > 0 ? { us: p.before.slice(0, dot), id: p.before.slice(dot + 1) } : null;
-      // The position is the exact microseconds Postgres stores (a JS Date keeps milliseconds only).
-      const r = await db.query(
-        `SELECT * FROM (
-           SELECT a.*, (extract(epoch FROM a.created_at) * 1000000)::bigint AS created_us
-             FROM plan_approvals a WHERE a.session_id = $1) h
-          WHERE $2::bigint IS NULL OR (h.created_us, h.id) < ($2::bigint, $3::text)
-          ORDER BY h.created_us DESC, h.id DESC
-          LIMIT $4`,
-        [sessionId, before?.us ?? null, before?.id ?? null, limit + 1],
+      const created = microsSql("a.created_at");
+      const w = keysetWindow(
+        { limit: p.limit, cursor: p.before },
+        { keys: [created, "a.id"], direction: "before", first: 2 },
       );
-      const proposals: ProposalView[] = [];
-      let last: string | null = null;
-      let bytes = 0;
-      let cut = false;
-      for (const row of r.rows.slice(0, limit) as Array<ApprovalRow & { created_us: string }>) {
-        const view = proposalView(row);
-        const size = Buffer.byteLength(JSON.stringify(view));
-        if (proposals.length > 0 && bytes + size > PLANS_HISTORY_MAX_BYTES) {
-          cut = true;
-          break;
-        }
-        bytes += size;
-        proposals.push(view);
-        last = `${row.created_us}.${row.id}`;
-      }
-      return { proposals, next: (cut || r.rows.length > limit) && last !== null ? last : null };
+      const r = await db.query<ApprovalRow & { created_us: string }>(
+        `SELECT a.*, ${created} AS created_us FROM plan_approvals a
+          WHERE a.session_id = $1 AND ${w.condition} ORDER BY ${w.order} LIMIT ${w.limit + 1}`,
+        [sessionId, ...w.params],
+      );
+      const page = boundPage(r.rows, {
+        limit: w.limit,
+        maxBytes: PLANS_HISTORY_MAX_BYTES,
+        view: proposalView,
+        position: proposalPosition,
+      });
+      return { proposals: page.items, next: page.next };
     },
 
     submit: planSubmit(deps),

@@ -4,8 +4,11 @@
 import { AppError } from "../../protocol/app-error.ts";
 import type { ErrorCode } from "../../protocol/error-codes.ts";
 import { ok, type Refusal, type Result } from "../../protocol/result.ts";
+import type { BoundedPage } from "./bounded-page.ts";
+import type { AfterPageParams } from "../../protocol/schemas.ts";
 import type {
   ScheduledCreateParams,
+  ScheduledRunsParams,
   ScheduledRunView,
   ScheduledTaskView,
   ScheduledUpdateParams,
@@ -17,13 +20,13 @@ import { type Db, type Tx, withTransaction } from "./db.ts";
 import { newId } from "../ids.ts";
 import { isMemberSql } from "./project-members.ts";
 import { scheduleClaims } from "./schedule-claims.ts";
+import { runsPage, tasksPage } from "./schedule-pages.ts";
 import {
   findOwnedTask,
   getTask,
   ownedTask,
   RUN_COLUMNS,
   type RunRow,
-  runView,
   TASK_COLUMNS,
   type TaskConfig,
   taskView,
@@ -124,12 +127,9 @@ export function createScheduleStore({ db, clock }: { db: Db; clock: Clock }) {
       });
     },
 
-    async listTasks(principal: string): Promise<ScheduledTaskView[]> {
-      const r = await db.query(
-        `SELECT ${TASK_COLUMNS} FROM scheduled_tasks WHERE owner = $1 ORDER BY created_at, id`,
-        [principal],
-      );
-      return r.rows.map(taskView);
+    /** One page of the principal's own tasks, oldest first (schedule-pages.ts). */
+    async listTasks(principal: string, p: AfterPageParams): Promise<BoundedPage<ScheduledTaskView>> {
+      return tasksPage(db, principal, p);
     },
 
     /**
@@ -291,15 +291,15 @@ export function createScheduleStore({ db, clock }: { db: Db; clock: Clock }) {
     },
 
     /** The task's runs, newest first (owner only); ended turns are applied first, as on every read. */
-    async listRuns(principal: string, taskId: string, limit = 100): Promise<Result<ScheduledRunView[]>> {
+    async listRuns(
+      principal: string,
+      taskId: string,
+      page: Omit<ScheduledRunsParams, "taskId"> = {},
+    ): Promise<Result<BoundedPage<ScheduledRunView>>> {
       const owned = await findOwnedTask(db, principal, taskId);
       if (!owned.ok) return owned;
       await reconcile(taskId);
-      const r = await db.query(
-        `SELECT ${RUN_COLUMNS} FROM scheduled_runs WHERE task_id = $1 ORDER BY scheduled_for DESC, id LIMIT $2`,
-        [taskId, limit],
-      );
-      return ok(r.rows.map(runView));
+      return ok(await runsPage(db, taskId, page));
     },
   };
 }
