@@ -389,7 +389,7 @@ describe("commands", () => {
     });
     const r = await cli(["plans", "pending", "--session", "s1", "-q"], bus);
     expect(r.stdout).toBe("p1\np2\n");
-    expect(log[0]).toBe('call plans.pending {"sessionId":"s1"}');
+    expect(log[0]).toBe('call plans.pending {"sessionId":"s1","limit":200}');
   });
 });
 
