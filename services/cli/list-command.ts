@@ -61,12 +61,14 @@ export async function runList<M extends PagedList>(
 ): Promise<void> {
   const cursorField = PAGED_LISTS[method].cursor;
   const from = opts[cursorField];
+  // A usage error is found before anything is sent.
+  const limit =
+    opts.limit === undefined ? undefined : wholeNumber(opts.limit, "--limit", 1, o.maxLimit ?? WALK_PAGE_ROWS);
   const b = await bus(run);
   const json = isJson(cmd);
   const more = (next: string, limit?: number) =>
     `${o.command}${limit !== undefined ? ` --limit ${limit}` : ""} --${cursorField} ${next}`;
-  if (opts.limit !== undefined) {
-    const limit = wholeNumber(opts.limit, "--limit", 1, o.maxLimit ?? WALK_PAGE_ROWS);
+  if (limit !== undefined) {
     const params = { ...filters, limit, ...(from !== undefined ? { [cursorField]: from } : {}) };
     const page = (await b.call(method as PagedList, params as never)) as ResultOf<M>;
     if (json) return outJson(run, page);
