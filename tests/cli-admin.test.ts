@@ -440,7 +440,8 @@ describe("pihost audit", () => {
     expect(j.next).toBe(all.entries[1]!.id);
 
     // Bob reads only the rows that name him: who added and removed him (docs/protocol.md "Audit").
-    const bobs = (jsonOut(await cli(["--json", "audit", "--project", projectId], "bob")) as AuditPage).entries;
+    const bobs = (jsonOut(await cli(["--json", "audit", "--project", projectId], "bob")) as AuditPage)
+      .entries;
     expect(bobs.map((e) => [e.action, e.details.member])).toEqual([
       ["project.members.remove", "bob"],
       ["project.members.add", "bob"],

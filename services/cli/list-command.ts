@@ -63,7 +63,9 @@ export async function runList<M extends PagedList>(
   const from = opts[cursorField];
   // A usage error is found before anything is sent.
   const limit =
-    opts.limit === undefined ? undefined : wholeNumber(opts.limit, "--limit", 1, o.maxLimit ?? WALK_PAGE_ROWS);
+    opts.limit === undefined
+      ? undefined
+      : wholeNumber(opts.limit, "--limit", 1, o.maxLimit ?? WALK_PAGE_ROWS);
   const b = await bus(run);
   const json = isJson(cmd);
   const more = (next: string, limit?: number) =>
