@@ -8,6 +8,7 @@ import { describe, expect, it } from "vitest";
 import type { PermissionRequestView } from "../services/protocol/permission-schemas.ts";
 import type { ProjectView, SessionView, TurnAssignment } from "../services/protocol/schemas.ts";
 import type { ScheduledTaskView } from "../services/protocol/scheduling-schemas.ts";
+import { PAGED_LISTS, type PagedList } from "../services/protocol/page-walk.ts";
 import { agentSubject } from "../services/protocol/subjects.ts";
 import {
   bulkMembers,
@@ -41,15 +42,17 @@ async function bobsProject(): Promise<ProjectView> {
   return p;
 }
 
+/** `count` sessions of bob's in project `p` naming alice approver, in bulk. */
+const namingAlice = (p: ProjectView, count: number, prefix: string) =>
+  bulkSessions(stack, { projectId: p.id, owner: "bob", approvers: ["alice"], count, prefix });
+
 /**
  * Reads `method` as `principal` by pages of `limit` (and by the default page) and checks that
  * every id of `expected` is there exactly once; returns the ids read with `limit`.
  */
 async function everyRowOnce(o: {
   principal: string;
-  method: string;
-  items: string;
-  cursor: "after" | "before";
+  method: PagedList;
   id: (row: Record<string, unknown>) => string;
   expected: string[];
   limit: number;
@@ -60,8 +63,7 @@ async function everyRowOnce(o: {
   const call = (p: Record<string, unknown>) =>
     stack.rpc(o.principal).call<Record<string, unknown>>(o.method, p);
   const common = {
-    items: o.items,
-    cursor: o.cursor,
+    ...PAGED_LISTS[o.method],
     maxPayload: maxPayload(),
     params: o.params ?? {},
     ...(o.defaultLimit !== undefined ? { defaultLimit: o.defaultLimit } : {}),
@@ -86,31 +88,17 @@ async function everyRowOnce(o: {
 describe("every list is keyset-paged and bounded", () => {
   it("plans.pending: 700 pending plans of sessions alice approves, in byte-bounded pages, each once", async () => {
     const p = await bobsProject();
-    const sessions = await bulkSessions(stack, {
-      projectId: p.id,
-      owner: "bob",
-      approvers: ["alice"],
-      count: 700,
-      prefix: tag("ses_pp"),
-    });
+    const sessions = await namingAlice(p, 700, tag("ses_pp"));
     const plans = await bulkPendingPlans(stack, sessions);
     const r = await everyRowOnce({
       principal: "alice",
       method: "plans.pending",
-      items: "proposals",
-      cursor: "after",
       id: (x) => x.proposalId as string,
       expected: plans,
       limit: 200,
       // Oldest first: plans submitted meanwhile come after and may be read, never twice.
       between: async (n) => {
-        const more = await bulkSessions(stack, {
-          projectId: p.id,
-          owner: "bob",
-          approvers: ["alice"],
-          count: 2,
-          prefix: tag(`ses_ppm${n}`),
-        });
+        const more = await namingAlice(p, 2, tag(`ses_ppm${n}`));
         await bulkPendingPlans(stack, more);
       },
     });
@@ -129,13 +117,7 @@ describe("every list is keyset-paged and bounded", () => {
 
   it("permissions.pending: 500 requests no host waits on are passed over; the three that wait come once each", async () => {
     const p = await bobsProject();
-    const sessions = await bulkSessions(stack, {
-      projectId: p.id,
-      owner: "bob",
-      approvers: ["alice"],
-      count: 500,
-      prefix: tag("ses_pr"),
-    });
+    const sessions = await namingAlice(p, 500, tag("ses_pr"));
     await bulkPendingPlans(stack, sessions);
     await bulkUnwaitedRequests(stack, sessions);
     // Three real prompts: bob's sessions under ask, each turn's Write waiting for a person.
@@ -160,8 +142,6 @@ describe("every list is keyset-paged and bounded", () => {
     const r = await everyRowOnce({
       principal: "alice",
       method: "permissions.pending",
-      items: "requests",
-      cursor: "after",
       id: (x) => x.requestId as string,
       expected: waiting,
       limit: 7,
@@ -200,8 +180,6 @@ describe("every list is keyset-paged and bounded", () => {
     const t = await everyRowOnce({
       principal: "alice",
       method: "scheduled.list",
-      items: "tasks",
-      cursor: "after",
       id: (x) => x.id as string,
       expected: tasks,
       limit: 200,
@@ -216,8 +194,6 @@ describe("every list is keyset-paged and bounded", () => {
     const r = await everyRowOnce({
       principal: "alice",
       method: "scheduled.runs",
-      items: "runs",
-      cursor: "before",
       id: (x) => x.runId as string,
       expected: runs,
       limit: 500,
@@ -244,8 +220,6 @@ describe("every list is keyset-paged and bounded", () => {
     const r = await everyRowOnce({
       principal: "alice",
       method: "projects.members.list",
-      items: "members",
-      cursor: "after",
       id: (x) => x.principal as string,
       expected: ["bob", "alice", ...members],
       limit: 200,
@@ -272,8 +246,6 @@ describe("every list is keyset-paged and bounded", () => {
     const mine = await everyRowOnce({
       principal: "alice",
       method: "projects.list",
-      items: "projects",
-      cursor: "before",
       id: (x) => x.id as string,
       expected: [...projects, p.id],
       limit: 40,
@@ -294,8 +266,6 @@ describe("every list is keyset-paged and bounded", () => {
     const r = await everyRowOnce({
       principal: "carol",
       method: "plugins.list",
-      items: "plugins",
-      cursor: "after",
       id: (x) => x.id as string,
       expected: plugins,
       limit: 200,
@@ -325,8 +295,6 @@ describe("every list is keyset-paged and bounded", () => {
     const r = await everyRowOnce({
       principal: "carol",
       method: "workers.list",
-      items: "workers",
-      cursor: "after",
       id: (x) => x.workerId as string,
       expected: ids,
       limit: 200,

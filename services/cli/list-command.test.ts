@@ -3,8 +3,8 @@
 // host that pages `session.list` (docs/cli.md "Lists"), played by a double over 450 sessions.
 import { describe, expect, it } from "vitest";
 import type { CliBus } from "./cli-bus.ts";
-import { type CliDeps, runCli } from "./cli-program.ts";
 import { MAX_LIST_ROWS } from "./list-command.ts";
+import { cli } from "./test-cli.ts";
 
 /** A host double of one newest-first list: `before` is the index where the page starts. */
 function pagedBus(total: number, method = "session.list", field = "sessions") {
@@ -34,30 +34,16 @@ function pagedBus(total: number, method = "session.list", field = "sessions") {
   return { bus, calls };
 }
 
-async function cli(args: string[], bus: CliBus) {
-  let stdout = "";
-  let stderr = "";
-  const deps: CliDeps = {
-    env: { PI_PREFIX: "tp", PI_PRINCIPAL: "alice" },
-    cwd: "/home/alice",
-    osUserName: "alice",
-    stdout: (t) => {
-      stdout += t;
-    },
-    stderr: (t) => {
-      stderr += t;
-    },
-    connect: async () => bus,
-    readFile: async () => "",
-  };
-  const code = await runCli(args, deps);
-  return { code, stdout, stderr, lines: stdout.split("\n").filter(Boolean) };
+/** The command's run, its output split into lines. */
+async function run(args: string[], bus: CliBus) {
+  const r = await cli(args, bus);
+  return { ...r, lines: r.stdout.split("\n").filter(Boolean) };
 }
 
 describe("list commands", () => {
   it("read every page by `next`, each row once, in the host's order, printing as pages come", async () => {
     const { bus, calls } = pagedBus(450);
-    const r = await cli(["session", "list"], bus);
+    const r = await run(["session", "list"], bus);
     expect(r.code).toBe(0);
     expect(r.lines).toHaveLength(450);
     expect(r.lines.map((l) => l.split(" ")[0])).toEqual(Array.from({ length: 450 }, (_, i) => `ses_${i}`));
@@ -71,7 +57,7 @@ describe("list commands", () => {
 
   it("--json prints the merged list with next null", async () => {
     const { bus } = pagedBus(450);
-    const r = await cli(["--json", "session", "list"], bus);
+    const r = await run(["--json", "session", "list"], bus);
     const merged = JSON.parse(r.stdout) as { sessions: Array<{ id: string }>; next: string | null };
     expect(merged.sessions).toHaveLength(450);
     expect(new Set(merged.sessions.map((s) => s.id)).size).toBe(450);
@@ -80,20 +66,20 @@ describe("list commands", () => {
 
   it("--limit prints one page and the command that continues; --before starts there", async () => {
     const { bus, calls } = pagedBus(450);
-    const r = await cli(["session", "list", "--limit", "10"], bus);
+    const r = await run(["session", "list", "--limit", "10"], bus);
     expect(r.lines).toHaveLength(11);
     expect(r.lines[10]).toBe("more: pihost session list --limit 10 --before 10.ses_9");
-    const next = await cli(["session", "list", "--limit", "10", "--before", "10.ses_9"], bus);
+    const next = await run(["session", "list", "--limit", "10", "--before", "10.ses_9"], bus);
     expect(next.lines[0]?.startsWith("ses_10 ")).toBe(true);
     expect(calls.slice(-2)).toEqual([{ limit: 10 }, { limit: 10, before: "10.ses_9" }]);
-    const json = await cli(["--json", "session", "list", "--limit", "3"], bus);
+    const json = await run(["--json", "session", "list", "--limit", "3"], bus);
     expect(JSON.parse(json.stdout)).toMatchObject({ next: "3.ses_2" });
   });
 
   it("--limit out of range is a usage error and sends nothing", async () => {
     const { bus, calls } = pagedBus(5);
     for (const bad of ["0", "201", "x"]) {
-      const r = await cli(["session", "list", "--limit", bad], bus);
+      const r = await run(["session", "list", "--limit", bad], bus);
       expect(r.code).toBe(2);
     }
     expect(calls).toEqual([]);
@@ -101,7 +87,7 @@ describe("list commands", () => {
 
   it(`stops at ${MAX_LIST_ROWS} rows with a note naming where to continue`, async () => {
     const { bus, calls } = pagedBus(MAX_LIST_ROWS + 450);
-    const r = await cli(["session", "list"], bus);
+    const r = await run(["session", "list"], bus);
     expect(r.code).toBe(0);
     expect(r.lines).toHaveLength(MAX_LIST_ROWS);
     expect(calls).toHaveLength(MAX_LIST_ROWS / 200);
@@ -112,6 +98,6 @@ describe("list commands", () => {
 
   it("an empty list says so", async () => {
     const { bus } = pagedBus(0);
-    expect((await cli(["session", "list"], bus)).lines).toEqual(["no sessions"]);
+    expect((await run(["session", "list"], bus)).lines).toEqual(["no sessions"]);
   });
 });

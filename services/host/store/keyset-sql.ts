@@ -1,7 +1,12 @@
 // The SQL side of keyset pages (services/protocol/pages.ts): a list's order keys, compared with the
 // position a page's `next` named, and times spelled as the exact microseconds Postgres stores (a JS
 // Date keeps milliseconds only). The stores' list queries are built from these.
-import { decodePosition, LIST_PAGE_DEFAULT_ROWS, type Position } from "../../protocol/pages.ts";
+import {
+  decodePosition,
+  encodePosition,
+  LIST_PAGE_DEFAULT_ROWS,
+  type Position,
+} from "../../protocol/pages.ts";
 
 /** A timestamptz column as whole microseconds since the epoch, exact. */
 export const microsSql = (col: string) => `(extract(epoch FROM ${col}) * 1000000)::bigint`;
@@ -44,3 +49,20 @@ export function keysetWindow(
     params: pos ? [...pos.nums, pos.id] : o.keys.map(() => null),
   };
 }
+
+/**
+ * The window of the common list order: a timestamptz column in exact microseconds, then the row's
+ * id (`time`, `id`: SQL expressions). `select` names the time for the position (timePosition).
+ */
+export function timeWindow(
+  p: { limit?: number | undefined; cursor?: string | undefined },
+  o: { time: string; id: string; direction: PageDirection; first: number; defaultLimit?: number },
+): KeysetWindow & { select: string } {
+  const us = microsSql(o.time);
+  const { time: _t, id, ...rest } = o;
+  return { ...keysetWindow(p, { ...rest, keys: [us, id] }), select: `${us} AS position_us` };
+}
+
+/** The position of a row read with timeWindow's `select`, after its `id`. */
+export const timePosition = (row: { position_us: string; id: string }) =>
+  encodePosition([row.position_us], row.id);

@@ -3,8 +3,7 @@
 import type { ErrorCode } from "../../protocol/error-codes.ts";
 import type { PermissionDecision, PermissionRisk } from "../../protocol/permission-schemas.ts";
 import type { Db, Tx } from "./db.ts";
-import { encodePosition } from "../../protocol/pages.ts";
-import { keysetWindow, microsSql } from "./keyset-sql.ts";
+import { timePosition, timeWindow } from "./keyset-sql.ts";
 import { memberApproversSql, ownsOrApprovesSql } from "./project-members.ts";
 
 export interface PermissionRequestRow {
@@ -122,18 +121,17 @@ export async function pendingRequestsFor(
   at: Date,
   p: { sessionId?: string | undefined; limit?: number | undefined; after?: string | undefined },
 ): Promise<{ rows: Array<PermissionRequestRow & { position: string }>; limit: number }> {
-  const created = microsSql("pr.created_at");
-  const w = keysetWindow(
+  const w = timeWindow(
     { limit: p.limit, cursor: p.after },
-    { keys: [created, "pr.id"], direction: "after", first: 4 },
+    { time: "pr.created_at", id: "pr.id", direction: "after", first: 4 },
   );
-  const r = await q.query<PermissionRequestRow & { created_us: string }>(
-    `SELECT pr.*, ${created} AS created_us FROM permission_requests pr JOIN sessions s ON s.id = pr.session_id
+  const r = await q.query<PermissionRequestRow & { position_us: string }>(
+    `SELECT pr.*, ${w.select} FROM permission_requests pr JOIN sessions s ON s.id = pr.session_id
      WHERE pr.status = 'pending' AND pr.deadline > $1 AND ($2::text IS NULL OR pr.session_id = $2)
        AND ${ownsOrApprovesSql("s", "$3")} AND ${w.condition}
      ORDER BY ${w.order} LIMIT ${w.limit + 1}`,
     [at, p.sessionId ?? null, principal, ...w.params],
   );
-  const rows = r.rows.map((row) => ({ ...row, position: encodePosition([row.created_us], row.id) }));
+  const rows = r.rows.map((row) => ({ ...row, position: timePosition(row) }));
   return { rows, limit: w.limit };
 }

@@ -3,7 +3,6 @@
 // abort and expiry here. The database guards hold by themselves.
 import { AppError } from "../../protocol/app-error.ts";
 import { boundPage } from "./bounded-page.ts";
-import { encodePosition } from "../../protocol/pages.ts";
 import {
   PLANS_HISTORY_MAX_BYTES,
   type PlansPendingParams,
@@ -17,16 +16,12 @@ import { planExecution } from "./plan-execution.ts";
 import { planResolve } from "./plan-resolve.ts";
 import { type ApprovalRow, type PlanStoreDeps, planRows, proposalView } from "./plan-rows.ts";
 import { planSubmit } from "./plan-submit.ts";
-import { keysetWindow, microsSql } from "./keyset-sql.ts";
+import { timePosition, timeWindow } from "./keyset-sql.ts";
 import { memberApproversSql, ownsOrApprovesSql } from "./project-members.ts";
 
 export type { ClaimExecutionOutcome } from "./plan-execution.ts";
 export type { ResolveOutcome } from "./plan-resolve.ts";
 export { type PlanFaults, proposalView } from "./plan-rows.ts";
-
-/** A proposal's place in its lists: when it was submitted (exact microseconds), then its id. */
-const proposalPosition = (row: { created_us: string; id: string }) =>
-  encodePosition([row.created_us], row.id);
 
 export function createPlanStore(deps: PlanStoreDeps) {
   const { db, clock } = deps;
@@ -74,17 +69,16 @@ export function createPlanStore(deps: PlanStoreDeps) {
         [principal, now, p.sessionId ?? null],
       );
       for (const { id } of due.rows as Array<{ id: string }>) await expireIfStillPending(id);
-      const created = microsSql("a.created_at");
-      const w = keysetWindow(
+      const w = timeWindow(
         { limit: p.limit, cursor: p.after },
-        { keys: [created, "a.id"], direction: "after", first: 4 },
+        { time: "a.created_at", id: "a.id", direction: "after", first: 4 },
       );
-      const r = await db.query<ApprovalRow & { created_us: string }>(
-        `SELECT a.*, ${created} AS created_us FROM plan_approvals a JOIN sessions s ON s.id = a.session_id
+      const r = await db.query<ApprovalRow & { position_us: string }>(
+        `SELECT a.*, ${w.select} FROM plan_approvals a JOIN sessions s ON s.id = a.session_id
           WHERE ${visible} AND a.deadline > $2 AND ${w.condition} ORDER BY ${w.order} LIMIT ${w.limit + 1}`,
         [principal, now, p.sessionId ?? null, ...w.params],
       );
-      const page = boundPage(r.rows, { limit: w.limit, view: proposalView, position: proposalPosition });
+      const page = boundPage(r.rows, { limit: w.limit, view: proposalView, position: timePosition });
       return { proposals: page.items, next: page.next };
     },
 
@@ -102,13 +96,12 @@ export function createPlanStore(deps: PlanStoreDeps) {
         [sessionId, clock.date()],
       );
       for (const { id } of due.rows as Array<{ id: string }>) await expireIfStillPending(id);
-      const created = microsSql("a.created_at");
-      const w = keysetWindow(
+      const w = timeWindow(
         { limit: p.limit, cursor: p.before },
-        { keys: [created, "a.id"], direction: "before", first: 2 },
+        { time: "a.created_at", id: "a.id", direction: "before", first: 2 },
       );
-      const r = await db.query<ApprovalRow & { created_us: string }>(
-        `SELECT a.*, ${created} AS created_us FROM plan_approvals a
+      const r = await db.query<ApprovalRow & { position_us: string }>(
+        `SELECT a.*, ${w.select} FROM plan_approvals a
           WHERE a.session_id = $1 AND ${w.condition} ORDER BY ${w.order} LIMIT ${w.limit + 1}`,
         [sessionId, ...w.params],
       );
@@ -116,7 +109,7 @@ export function createPlanStore(deps: PlanStoreDeps) {
         limit: w.limit,
         maxBytes: PLANS_HISTORY_MAX_BYTES,
         view: proposalView,
-        position: proposalPosition,
+        position: timePosition,
       });
       return { proposals: page.items, next: page.next };
     },

@@ -9,7 +9,6 @@ import path from "node:path";
 import { AppError } from "../../protocol/app-error.ts";
 import type { Logger } from "../../protocol/log.ts";
 import { boundPage } from "./bounded-page.ts";
-import { encodePosition } from "../../protocol/pages.ts";
 import {
   normalisePreviewOrigins,
   type ProjectList,
@@ -21,7 +20,7 @@ import { appendAudit } from "./audit-log.ts";
 import type { Clock } from "../clock.ts";
 import { type Db, type Tx, withTransaction } from "./db.ts";
 import { newId } from "../ids.ts";
-import { keysetWindow, microsSql } from "./keyset-sql.ts";
+import { timePosition, timeWindow } from "./keyset-sql.ts";
 import { createProjectMembers, isMemberSql } from "./project-members.ts";
 import { foldersFor, isUnder, openAccess, type WorkspaceAccess } from "./workspace-grants.ts";
 
@@ -321,22 +320,20 @@ export function createProjectStore({
      * when they were added, then the project id), each with who added them and when.
      */
     async listForMember(principal: string, p: ProjectsListParams): Promise<ProjectList> {
-      const w = keysetWindow(
+      const w = timeWindow(
         { limit: p.limit, cursor: p.before },
-        { keys: ["x.added_us", "x.id"], direction: "before", first: 2 },
+        { time: "m.added_at", id: "p.id", direction: "before", first: 2 },
       );
-      const r = await db.query<ProjectRow & { added_by: string | null; added_at: Date; added_us: string }>(
-        `SELECT * FROM (
-           SELECT ${qualified("p")}, m.added_by, m.added_at,
-                  ${microsSql("m.added_at")} AS added_us
-             FROM project_members m JOIN projects p ON p.id = m.project_id WHERE m.principal = $1) x
-          WHERE ${w.condition} ORDER BY ${w.order} LIMIT ${w.limit + 1}`,
+      const r = await db.query<ProjectRow & { added_by: string | null; added_at: Date; position_us: string }>(
+        `SELECT ${qualified("p")}, m.added_by, m.added_at, ${w.select}
+           FROM project_members m JOIN projects p ON p.id = m.project_id
+          WHERE m.principal = $1 AND ${w.condition} ORDER BY ${w.order} LIMIT ${w.limit + 1}`,
         [principal, ...w.params],
       );
       const page = boundPage(r.rows, {
         limit: w.limit,
         view: (row) => ({ ...view(row), addedBy: row.added_by, addedAt: row.added_at.toISOString() }),
-        position: (row) => encodePosition([row.added_us], row.id),
+        position: timePosition,
       });
       return { projects: page.items, next: page.next };
     },

@@ -2,7 +2,6 @@
 // the host clock's time as a parameter; every authoritative change is one transaction.
 import { AppError } from "../../protocol/app-error.ts";
 import { type BoundedPage, boundPage } from "./bounded-page.ts";
-import { encodePosition } from "../../protocol/pages.ts";
 import { ok, type Result, refuse } from "../../protocol/result.ts";
 import type {
   ModelConfig,
@@ -19,7 +18,7 @@ import { jsonBytes, splitWithinBytes } from "../../protocol/byte-bounds.ts";
 import type { ContextPage } from "../../protocol/agent-schemas.ts";
 import { type Db, type Tx, withTransaction } from "./db.ts";
 import { newId } from "../ids.ts";
-import { keysetWindow, microsSql } from "./keyset-sql.ts";
+import { timePosition, timeWindow } from "./keyset-sql.ts";
 import { type PlanningFacts, planningStates, usageOf } from "./session-usage.ts";
 import {
   assertApproversAreMembers,
@@ -189,13 +188,12 @@ export function createSessionStore({ db, clock }: { db: Db; clock: Clock }) {
       p: SessionListParams,
       finish: (v: StoredSessionView) => V,
     ): Promise<BoundedPage<V>> {
-      const created = microsSql("s.created_at");
-      const w = keysetWindow(
+      const w = timeWindow(
         { limit: p.limit, cursor: p.before },
-        { keys: [created, "s.id"], direction: "before", first: 2 },
+        { time: "s.created_at", id: "s.id", direction: "before", first: 2 },
       );
-      const r = await db.query<SessionRow & { created_us: string }>(
-        `${sessionSelect(`, ${created} AS created_us`)}
+      const r = await db.query<SessionRow & { position_us: string }>(
+        `${sessionSelect(`, ${w.select}`)}
           WHERE ${ownsOrApprovesSql("s", "$1")} AND ${w.condition} ORDER BY ${w.order} LIMIT ${w.limit + 1}`,
         [principal, ...w.params],
       );
@@ -203,7 +201,7 @@ export function createSessionStore({ db, clock }: { db: Db; clock: Clock }) {
       return boundPage(r.rows, {
         limit: w.limit,
         view: (row) => finish(view(row, facts.get(row.id)!)),
-        position: (row) => encodePosition([row.created_us], row.id),
+        position: timePosition,
       });
     },
 
