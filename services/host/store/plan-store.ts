@@ -23,6 +23,9 @@ export type { ClaimExecutionOutcome } from "./plan-execution.ts";
 export type { ResolveOutcome } from "./plan-resolve.ts";
 export { type PlanFaults, proposalView } from "./plan-rows.ts";
 
+/** Pending rows past their deadline one plans.pending read expires at most. */
+const EXPIRED_PER_READ = 100;
+
 export function createPlanStore(deps: PlanStoreDeps) {
   const { db, clock } = deps;
   const rows = planRows(deps);
@@ -58,14 +61,15 @@ export function createPlanStore(deps: PlanStoreDeps) {
     /**
      * One page of the pending rows the principal owns or approves (one session's, with
      * `sessionId`), oldest first: a keyset on (created_at, id) after `after`. Rows past their
-     * deadline are expired first (each once), so a page holds only what still waits.
+     * deadline are never listed; up to EXPIRED_PER_READ of them are expired first (each once; the
+     * sessions' own deadlines expire the rest), so one read costs a bounded number of writes.
      */
     async pending(principal: string, p: PlansPendingParams): Promise<ProposalList> {
       const now = clock.date();
       const visible = `a.status = 'pending' AND ${ownsOrApprovesSql("s", "$1")} AND ($3::text IS NULL OR a.session_id = $3)`;
       const due = await db.query(
         `SELECT a.id FROM plan_approvals a JOIN sessions s ON s.id = a.session_id
-          WHERE ${visible} AND a.deadline <= $2`,
+          WHERE ${visible} AND a.deadline <= $2 ORDER BY a.deadline LIMIT ${EXPIRED_PER_READ}`,
         [principal, now, p.sessionId ?? null],
       );
       for (const { id } of due.rows as Array<{ id: string }>) await expireIfStillPending(id);
