@@ -82,7 +82,14 @@ describe("session.list under an approver flood", () => {
 
     // Bob keeps going while alice reads: three new sessions naming her after every page.
     const meanwhile: string[] = [];
-    const read = await readPages<SessionView>((p) => alice.call("session.list", p), {
+    const pageMs: number[] = [];
+    const timed = async (p: Record<string, unknown>) => {
+      const t0 = performance.now();
+      const r = await alice.call<Record<string, unknown>>("session.list", p);
+      pageMs.push(performance.now() - t0);
+      return r;
+    };
+    const read = await readPages<SessionView>(timed, {
       items: "sessions",
       cursor: "before",
       limit: 200,
@@ -113,7 +120,7 @@ describe("session.list under an approver flood", () => {
     expect(read.pages.some((p, i) => p.length < 200 && i < read.pages.length - 1)).toBe(true);
     expect(read.pages.find((p) => p.some((s) => s.id === huge))).toHaveLength(1);
     console.log(
-      `list-paging: ${API_SESSIONS} sessions via session.create in ${apiMs} ms; ${ids.length} read in ${read.pages.length} pages, ${total} bytes in all`,
+      `list-paging: ${API_SESSIONS} sessions via session.create in ${apiMs} ms; ${ids.length} read in ${read.pages.length} pages of limit 200 (${Math.round(pageMs.reduce((a, b) => a + b, 0))} ms in all, slowest page ${Math.round(Math.max(...pageMs))} ms), ${total} bytes in all`,
     );
 
     // The default page (no limit) is bounded the same way.
