@@ -28,19 +28,27 @@ export async function tasksPage(
   return boundPage(r.rows, { limit: w.limit, view: taskView, position: timePosition });
 }
 
-/** One page of a task's runs, newest occurrence first (a keyset on scheduled_for, id). */
+/** The runs as scheduled.runs shows them by default: the rows (`r`) as they are. */
+export const RUN_ROWS = `SELECT ${RUN_COLUMNS} FROM scheduled_runs r`;
+
+/**
+ * One page of a task's runs, newest occurrence first (a keyset on scheduled_for, id). `runs` is
+ * the select that reads them (`SELECT <RunRow columns> FROM scheduled_runs r ...`, no WHERE): the
+ * store says how a run is shown, this says which runs a page holds.
+ */
 export async function runsPage(
   db: Db,
   taskId: string,
   p: { limit?: number | undefined; before?: string | undefined },
+  runs = RUN_ROWS,
 ): Promise<BoundedPage<ScheduledRunView>> {
   const w = timeWindow(
     { limit: p.limit, cursor: p.before },
-    { time: "scheduled_for", id: "id", direction: "before", first: 2, defaultLimit: RUNS_DEFAULT_LIMIT },
+    { time: "x.scheduled_for", id: "x.id", direction: "before", first: 2, defaultLimit: RUNS_DEFAULT_LIMIT },
   );
   const r = await db.query<RunRow & { position_us: string }>(
-    `SELECT ${RUN_COLUMNS}, ${w.select} FROM scheduled_runs
-      WHERE task_id = $1 AND ${w.condition} ORDER BY ${w.order} LIMIT ${w.limit + 1}`,
+    `SELECT x.*, ${w.select} FROM (${runs} WHERE r.task_id = $1) x
+      WHERE ${w.condition} ORDER BY ${w.order} LIMIT ${w.limit + 1}`,
     [taskId, ...w.params],
   );
   return boundPage(r.rows, { limit: w.limit, view: runView, position: timePosition });
