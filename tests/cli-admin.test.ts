@@ -439,10 +439,14 @@ describe("pihost audit", () => {
     expect(j).toEqual(await stack.rpc("alice").call("audit.list", { projectId, limit: 2 }));
     expect(j.next).toBe(all.entries[1]!.id);
 
-    expect(ok(await cli(["audit", "--project", projectId], "bob"))).toEqual(["no audit rows"]);
-    expect(
-      (jsonOut(await cli(["--json", "audit", "--project", projectId], "bob")) as AuditPage).entries,
-    ).toEqual([]);
+    // Bob reads only the rows that name him: who added and removed him (docs/protocol.md "Audit").
+    const bobs = (jsonOut(await cli(["--json", "audit", "--project", projectId], "bob")) as AuditPage)
+      .entries;
+    expect(bobs.map((e) => [e.action, e.details.member])).toEqual([
+      ["project.members.remove", "bob"],
+      ["project.members.add", "bob"],
+    ]);
+    expect(ok(await cli(["audit", "--project", projectId], "bob"))).toHaveLength(2);
     await refused(["audit", "--session", "not a token"], "INVALID_PARAMS");
 
     // --session: only that session's rows.

@@ -134,7 +134,10 @@ describe("startup fence", () => {
       status: "interrupted",
       execution_id: null,
     });
-    expect(await alice.call("plans.pending", { sessionId: session.id })).toEqual({ proposals: [] });
+    expect(await alice.call("plans.pending", { sessionId: session.id })).toEqual({
+      proposals: [],
+      next: null,
+    });
 
     // Nothing was replayed: no model call, the plan file untouched.
     await new Promise((r) => setTimeout(r, 1500));

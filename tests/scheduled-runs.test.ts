@@ -261,7 +261,7 @@ describe("scheduled tasks", () => {
       const view = async (store: typeof storeA) => {
         const r = await store.listRuns("alice", task.id);
         if (!r.ok) throw new Error(r.refusal.code);
-        return Object.fromEntries(r.value.map((x) => [x.runId, `${x.status}:${x.errorCode ?? ""}`]));
+        return Object.fromEntries(r.value.items.map((x) => [x.runId, `${x.status}:${x.errorCode ?? ""}`]));
       };
       const expected = Object.fromEntries(
         ["sched-a", "sched-b"].flatMap((h) =>

@@ -79,7 +79,8 @@ export function formatPluginList(plugins: PluginView[]): string[] {
   );
 }
 
-export function formatMembers(v: ProjectMembersView): string[] {
+/** A project's members as read (every page, or one: `v.members` is what was read). */
+export function formatMembers(v: Pick<ProjectMembersView, "projectId" | "owner" | "members">): string[] {
   return [
     `project ${v.projectId}: owner ${v.owner}, ${v.members.length} member${v.members.length === 1 ? "" : "s"}`,
     ...v.members.map(

@@ -4,7 +4,6 @@ import {
   onOff,
   pluginsRegisterParams,
   scheduledCreateParams,
-  scheduledRunsParams,
   scheduledUpdateParams,
   settingsSetParams,
   wholeNumber,
@@ -91,7 +90,7 @@ describe("scheduledCreateParams", () => {
   });
 });
 
-describe("scheduledUpdateParams and scheduledRunsParams", () => {
+describe("scheduledUpdateParams", () => {
   it("sends only what is given and refuses an update that changes nothing", () => {
     expect(scheduledUpdateParams("task_1", { enabled: "off" })).toEqual({ taskId: "task_1", enabled: false });
     expect(scheduledUpdateParams("task_1", { project: "prj_2", cron: "* * * * *" })).toEqual({
@@ -100,11 +99,6 @@ describe("scheduledUpdateParams and scheduledRunsParams", () => {
       cron: "* * * * *",
     });
     expect(() => scheduledUpdateParams("task_1", {})).toThrow(/nothing to change/);
-  });
-  it("bounds --limit", () => {
-    expect(scheduledRunsParams("t", {})).toEqual({ taskId: "t" });
-    expect(scheduledRunsParams("t", { limit: "500" })).toEqual({ taskId: "t", limit: 500 });
-    usage(() => scheduledRunsParams("t", { limit: "501" }));
   });
 });
 

@@ -138,12 +138,6 @@ export function scheduledUpdateParams(
 }
 
 /** `scheduled runs` options to a scheduled.runs body. */
-export function scheduledRunsParams(taskId: string, opts: { limit?: string | undefined }) {
-  const body: ParamsOf<"scheduled.runs"> = { taskId };
-  if (opts.limit !== undefined) body.limit = wholeNumber(opts.limit, "--limit", 1, RUNS_LIMIT_MAX);
-  return body;
-}
-
 /** The options of `pihost audit`, as commander parses them. */
 export interface AuditOptions {
   session?: string | undefined;

@@ -3,8 +3,7 @@ import { describe, expect, it } from "vitest";
 import { AppError } from "../protocol/app-error.ts";
 import type { SessionEvent } from "../protocol/events.ts";
 import type { CliBus, EventSubscription } from "./cli-bus.ts";
-import type { CliConfig } from "./cli-config.ts";
-import { type CliDeps, runCli } from "./cli-program.ts";
+import { cli } from "./test-cli.ts";
 import { ev, proposalView } from "./test-events.ts";
 
 type Handler = (params: unknown) => unknown;
@@ -45,41 +44,6 @@ function fakeBus(handlers: Record<string, Handler>, eventsAfter: Record<string, 
     },
   };
   return { bus, log };
-}
-
-async function cli(
-  args: string[],
-  bus: CliBus | null,
-  files: Record<string, string> = {},
-  extra: Partial<CliDeps> = {},
-) {
-  let stdout = "";
-  let stderr = "";
-  const configs: CliConfig[] = [];
-  const deps: CliDeps = {
-    env: { PI_PREFIX: "tp", PI_PRINCIPAL: "alice" },
-    cwd: "/home/alice",
-    osUserName: "alice",
-    stdout: (t) => {
-      stdout += t;
-    },
-    stderr: (t) => {
-      stderr += t;
-    },
-    connect: async (config) => {
-      configs.push(config);
-      if (!bus) throw new Error("connect must not be called");
-      return bus;
-    },
-    readFile: async (file) => {
-      const text = files[file];
-      if (text === undefined) throw new Error(`ENOENT: ${file}`);
-      return text;
-    },
-    ...extra,
-  };
-  const code = await runCli(args, deps);
-  return { code, stdout, stderr, connected: configs.length > 0 };
 }
 
 describe("usage errors are refused before anything is sent", () => {
@@ -389,7 +353,7 @@ describe("commands", () => {
     });
     const r = await cli(["plans", "pending", "--session", "s1", "-q"], bus);
     expect(r.stdout).toBe("p1\np2\n");
-    expect(log[0]).toBe('call plans.pending {"sessionId":"s1"}');
+    expect(log[0]).toBe('call plans.pending {"sessionId":"s1","limit":200}');
   });
 });
 

@@ -121,6 +121,11 @@ export function formatEvent(e: SessionEvent): string[] {
       const s = e as SessionEvent<"session.changed">;
       return [`session: mode ${s.mode}, permissions ${s.permissionMode}, planning ${s.planningState}`];
     }
+    case "approvers.added": {
+      // Printed as data: names come from the host, and an approver learns who named them.
+      const a = e as SessionEvent<"approvers.added">;
+      return [`approvers added by ${a.addedBy}: ${a.approvers.join(", ")}`];
+    }
     case "machine.state":
       // For machine viewers (the web console); people follow the other events. --json keeps it.
       return [];

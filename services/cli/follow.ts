@@ -10,6 +10,7 @@ import { bus, outJson, type Run } from "./cli-run.ts";
 import { approvalHintLines } from "./event-format.ts";
 import { EXIT } from "./exit-codes.ts";
 import { createHumanPrinter } from "./human-printer.ts";
+import { walkList } from "../protocol/page-walk.ts";
 import type { FeedItem } from "../protocol/session-feed.ts";
 import { colourEnabled, painter } from "./terminal-text.ts";
 import { createPermissionAsker, type PermissionAsker } from "./tty-prompts.ts";
@@ -185,19 +186,27 @@ export async function follow(run: Run, sub: EventSubscription, spec: FollowSpec)
   }
 }
 
+/** Waiting prompts and plans a watch lists at its start at most, of each kind. */
+const WAITING_SHOWN = 1_000;
+
 /** Lines for prompts and plans already waiting when a watch starts: a person is needed now. */
 export async function waitingNow(run: Run, sessionId: string | null): Promise<string[]> {
   const b = await bus(run);
   const scope = sessionId ? { sessionId } : {};
   const [perms, plans] = await Promise.all([
-    b.call("permissions.pending", scope),
-    b.call("plans.pending", scope),
+    walkList(b, "permissions.pending", scope, { maxRows: WAITING_SHOWN }),
+    walkList(b, "plans.pending", scope, { maxRows: WAITING_SHOWN }),
   ]);
+  const more =
+    perms.next !== null || plans.next !== null
+      ? [`more than ${WAITING_SHOWN} wait: pihost permissions pending, pihost plans pending list them all`]
+      : [];
   return [
-    ...perms.requests.flatMap((q) => [
+    ...more,
+    ...perms.items.flatMap((q) => [
       `permission needed: ${q.tool} (${q.risk}) in session ${q.sessionId} until ${q.deadline}`,
       `  answer: pihost permissions allow ${q.requestId}   (or allow-session, deny)`,
     ]),
-    ...plans.proposals.flatMap((p) => approvalHintLines(p)),
+    ...plans.items.flatMap((p) => approvalHintLines(p)),
   ];
 }

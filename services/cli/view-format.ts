@@ -1,5 +1,6 @@
 // Human-readable text for the views the host returns (projects, sessions, proposals). Pure; `--json`
 // bypasses all of it and prints the result as received.
+import type { MemberProjectView } from "../protocol/project-schemas.ts";
 import type { ProjectView, ProposalView, SessionView } from "../protocol/schemas.ts";
 
 export function formatProjectCreated(p: ProjectView): string[] {
@@ -15,6 +16,14 @@ export function formatProject(p: ProjectView): string[] {
     `  preview origins: ${p.previewOrigins.length > 0 ? p.previewOrigins.join(", ") : "none (loopback and workspace files only)"}`,
     `  version:         ${p.version}${p.updatedAt ? `, updated ${p.updatedAt}` : ""}`,
   ];
+}
+
+/** One line per project the caller is a member of: whose it is and who made the caller a member. */
+export function formatProjectList(projects: MemberProjectView[]): string[] {
+  return projects.map(
+    (p) =>
+      `${p.id}  owner ${p.owner}  member since ${p.addedAt}${p.addedBy !== null ? ` (added by ${p.addedBy})` : ""}  ${JSON.stringify(p.name)}  ${p.workspaceRoot}`,
+  );
 }
 
 export function formatSession(s: SessionView): string[] {

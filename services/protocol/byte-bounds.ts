@@ -3,7 +3,7 @@
 // sizes are counted after encoding. A tool result over its bound keeps the start of its text with a
 // visible marker and says so in `details.truncated`; transcript entries over a page are cut the
 // same way. Pure.
-import type { ToolExecuteResult } from "./schemas.ts";
+import type { ToolExecuteResult } from "./agent-schemas.ts";
 
 /** A string field longer than this is dropped from details that are themselves too big. */
 const SHORT_STRING = 1024;

@@ -9,6 +9,7 @@ export const ErrorCode = {
   FORBIDDEN: "FORBIDDEN",
   PROJECT_NOT_FOUND: "PROJECT_NOT_FOUND",
   PROJECT_VERSION_CONFLICT: "PROJECT_VERSION_CONFLICT",
+  PROJECT_OWNER_CANNOT_LEAVE: "PROJECT_OWNER_CANNOT_LEAVE",
   SESSION_NOT_FOUND: "SESSION_NOT_FOUND",
   WORKSPACE_NOT_ALLOWED: "WORKSPACE_NOT_ALLOWED",
   PROJECT_ROOT_OVERLAPS: "PROJECT_ROOT_OVERLAPS",
@@ -106,6 +107,10 @@ export const errorCodeInfo: Record<ErrorCode, ErrorCodeInfo> = {
   PROJECT_VERSION_CONFLICT: {
     retriable: false,
     message: "The project changed since the version the request expected; read it again.",
+  },
+  PROJECT_OWNER_CANNOT_LEAVE: {
+    retriable: false,
+    message: "The project's owner is always a member and cannot leave it.",
   },
   SESSION_NOT_FOUND: { retriable: false, message: "No session with that id." },
   WORKSPACE_NOT_ALLOWED: {

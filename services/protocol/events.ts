@@ -78,6 +78,11 @@ export interface EventBodies {
    * or "passivated" when its actor stopped; for viewers of the machine, not a state to act on.
    */
   "machine.state": { state: string };
+  /**
+   * People were named approver of the session (at session.create or by session.configure): who
+   * named them. Sent to the owner and every approver, so each new approver learns who added them.
+   */
+  "approvers.added": { approvers: string[]; addedBy: string };
 }
 
 export type EventType = keyof EventBodies;
@@ -94,6 +99,7 @@ export const EVENT_TYPES: EventType[] = [
   "permission.requested",
   "permission.resolved",
   "machine.state",
+  "approvers.added",
 ];
 
 export type SessionEvent<T extends EventType = EventType> = {

@@ -30,7 +30,15 @@ import {
   PermissionsResolveParams,
 } from "./permission-schemas.ts";
 import { PluginList, PluginRef, PluginsRegisterParams, PluginView } from "./plugin-schemas.ts";
-import { ProjectCreateParams, ProjectRef, ProjectsConfigureParams, ProjectView } from "./project-schemas.ts";
+import {
+  ProjectCreateParams,
+  ProjectLeft,
+  ProjectList,
+  ProjectRef,
+  ProjectsConfigureParams,
+  ProjectsListParams,
+  ProjectView,
+} from "./project-schemas.ts";
 import {
   ScheduledCreateParams,
   ScheduledDeleted,
@@ -46,6 +54,7 @@ import {
 } from "./scheduling-schemas.ts";
 import {
   AbortResult,
+  AfterPageParams,
   ArtifactContent,
   ArtifactsReadPageParams,
   ArtifactsReadParams,
@@ -60,6 +69,7 @@ import {
   PlansPendingParams,
   PlansResolveParams,
   ProjectMemberParams,
+  ProjectMembersListParams,
   ProjectMembersView,
   PromptResult,
   ProposalHistoryPage,
@@ -68,6 +78,7 @@ import {
   SessionConfigureParams,
   SessionCreateParams,
   SessionList,
+  SessionListParams,
   SessionPromptParams,
   SessionRef,
   SessionView,
@@ -117,7 +128,8 @@ export const METHODS = {
   },
   "host.status": { ...person("client", "any", null), params: EmptyParams, result: HostStatus },
   "models.list": { ...person("client", "any", null), params: EmptyParams, result: ModelList },
-  "workers.list": { ...person("client", "any", null), params: EmptyParams, result: WorkerList },
+  // The lists are keyset pages (docs/protocol.md "Lists and pages"): `limit`, `after` or `before`, `next`.
+  "workers.list": { ...person("client", "any", null), params: AfterPageParams, result: WorkerList },
   "projects.create": {
     ...person("projects", "any", null, [
       "WORKSPACE_NOT_ALLOWED",
@@ -132,9 +144,10 @@ export const METHODS = {
     params: ProjectRef,
     result: ProjectView,
   },
+  "projects.list": { ...person("projects", "any", null), params: ProjectsListParams, result: ProjectList },
   "projects.members.list": {
     ...person("projects", "member", null, ["PROJECT_NOT_FOUND", "FORBIDDEN"]),
-    params: ProjectRef,
+    params: ProjectMembersListParams,
     result: ProjectMembersView,
   },
   "projects.members.add": {
@@ -146,6 +159,11 @@ export const METHODS = {
     ...person("projects", "owner", null, ["PROJECT_NOT_FOUND", "FORBIDDEN"]),
     params: ProjectMemberParams,
     result: ProjectMembersView,
+  },
+  "projects.leave": {
+    ...person("projects", "member", null, ["PROJECT_NOT_FOUND", "FORBIDDEN", "PROJECT_OWNER_CANNOT_LEAVE"]),
+    params: ProjectRef,
+    result: ProjectLeft,
   },
   "projects.configure": {
     ...person("projects", "admin", null, ["FORBIDDEN", "PROJECT_NOT_FOUND", "PROJECT_VERSION_CONFLICT"]),
@@ -162,7 +180,7 @@ export const METHODS = {
     params: SessionRef,
     result: SessionView,
   },
-  "session.list": { ...person("client", "any", null), params: EmptyParams, result: SessionList },
+  "session.list": { ...person("client", "any", null), params: SessionListParams, result: SessionList },
   "session.configure": {
     ...person("client", "owner", "sessionId", ["PLAN_CONFIGURATION_BLOCKED", "MODEL_NOT_CONFIGURED"]),
     params: SessionConfigureParams,
@@ -237,7 +255,11 @@ export const METHODS = {
     params: ScheduledCreateParams,
     result: ScheduledTaskView,
   },
-  "scheduled.list": { ...person("scheduling", "any", null), params: EmptyParams, result: ScheduledTaskList },
+  "scheduled.list": {
+    ...person("scheduling", "any", null),
+    params: AfterPageParams,
+    result: ScheduledTaskList,
+  },
   "scheduled.update": {
     ...person("scheduling", "owner", null, [
       "SCHEDULED_TASK_NOT_FOUND",
@@ -288,7 +310,7 @@ export const METHODS = {
     params: PluginsRegisterParams,
     result: PluginView,
   },
-  "plugins.list": { ...person("plugins", "any", null), params: EmptyParams, result: PluginList },
+  "plugins.list": { ...person("plugins", "any", null), params: AfterPageParams, result: PluginList },
   "plugins.enable": {
     ...person("plugins", "admin", null, ["PLUGIN_NOT_FOUND", "FORBIDDEN"]),
     params: PluginRef,

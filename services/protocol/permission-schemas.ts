@@ -1,6 +1,7 @@
 // Wire schemas of the permission prompt methods (docs/protocol.md, "Permission prompts") and their
 // result shapes. Decoded with decodeParams like every other request body.
 import { type Static, Type } from "typebox";
+import { AfterPage, PageNext } from "./pages.ts";
 import { Id, Nullable, Timestamp } from "./values.ts";
 
 export const PermissionDecisionSchema = Type.Union([
@@ -16,7 +17,7 @@ const StatusSchema = Type.Union([Type.Literal("pending"), Type.Literal("allowed"
 export type PermissionStatus = Static<typeof StatusSchema>;
 
 export const PermissionsPendingParams = Type.Object(
-  { sessionId: Type.Optional(Id) },
+  { sessionId: Type.Optional(Id), ...AfterPage },
   { additionalProperties: false },
 );
 export type PermissionsPendingParams = Static<typeof PermissionsPendingParams>;
@@ -47,4 +48,8 @@ export const PermissionRequestView = Type.Object({
 });
 export type PermissionRequestView = Static<typeof PermissionRequestView>;
 
-export const PermissionRequestList = Type.Object({ requests: Type.Array(PermissionRequestView) });
+export const PermissionRequestList = Type.Object({
+  requests: Type.Array(PermissionRequestView),
+  next: PageNext,
+});
+export type PermissionRequestList = Static<typeof PermissionRequestList>;

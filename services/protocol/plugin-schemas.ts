@@ -5,6 +5,7 @@ import { type Static, type TSchema, Type } from "typebox";
 import { Compile } from "typebox/compile";
 import { AppError } from "./app-error.ts";
 import type { ToolResultText } from "./agent-schemas.ts";
+import { PageNext } from "./pages.ts";
 import { Id, Nullable, Timestamp } from "./values.ts";
 
 /** A subject token: plugin ids and tool names become parts of `<prefix>.plugin.<pluginId>.<tool>`. */
@@ -86,7 +87,7 @@ export const PluginView = Type.Object({
 });
 export type PluginView = Static<typeof PluginView>;
 
-export const PluginList = Type.Object({ plugins: Type.Array(PluginView) });
+export const PluginList = Type.Object({ plugins: Type.Array(PluginView), next: PageNext });
 
 /** Missing or invalid risk counts as medium. */
 export function normaliseRisk(risk: unknown): PluginRisk {

@@ -2,6 +2,7 @@
 // express: every BrowserPreview origin is a bare http(s) origin, stored in its canonical form.
 import { type Static, Type } from "typebox";
 import { AppError } from "./app-error.ts";
+import { BeforePage, PageNext } from "./pages.ts";
 import { Id, Nullable, Timestamp } from "./values.ts";
 
 /** How many origins a project may list (the migration's CHECK says the same). */
@@ -47,6 +48,25 @@ export const ProjectView = Type.Object({
   updatedAt: Nullable(Timestamp),
 });
 export type ProjectView = Static<typeof ProjectView>;
+
+/** projects.list: the projects the caller is a member of, newest membership first, paged by `before`. */
+export const ProjectsListParams = Type.Object({ ...BeforePage }, { additionalProperties: false });
+export type ProjectsListParams = Static<typeof ProjectsListParams>;
+
+/** A project as its member sees it, with who made the caller a member and when (null: the migration). */
+export const MemberProjectView = Type.Object({
+  ...ProjectView.properties,
+  addedBy: Nullable(Type.String()),
+  addedAt: Timestamp,
+});
+export type MemberProjectView = Static<typeof MemberProjectView>;
+
+export const ProjectList = Type.Object({ projects: Type.Array(MemberProjectView), next: PageNext });
+export type ProjectList = Static<typeof ProjectList>;
+
+/** projects.leave: the caller's membership ends (not the owner's: PROJECT_OWNER_CANNOT_LEAVE). */
+export const ProjectLeft = Type.Object({ projectId: Type.String(), left: Type.Literal(true) });
+export type ProjectLeft = Static<typeof ProjectLeft>;
 
 /**
  * The canonical form of a preview origin (`https://example.com`, `http://10.0.0.5:8080`), or

@@ -11,6 +11,7 @@ import {
   PermissionMode,
   Timestamp,
 } from "./values.ts";
+import { PageCursor, PageNext } from "./pages.ts";
 
 /** An app default permission mode: `inherit` is a session value only, never an app default. */
 export const DefaultPermissionMode = ExecutionPermissionMode;
@@ -75,10 +76,18 @@ export type ScheduledUpdateParams = Static<typeof ScheduledUpdateParams>;
 
 export const ScheduledTaskRef = Type.Object({ taskId: Id }, { additionalProperties: false });
 
+/** Runs in one scheduled.runs page at most (the page is bounded in bytes as every list is). */
+export const SCHEDULED_RUNS_MAX_ROWS = 500;
+/** scheduled.runs: newest occurrence first, paged by `before` (default 100 runs). */
 export const ScheduledRunsParams = Type.Object(
-  { taskId: Id, limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 500 })) },
+  {
+    taskId: Id,
+    limit: Type.Optional(Type.Integer({ minimum: 1, maximum: SCHEDULED_RUNS_MAX_ROWS })),
+    before: Type.Optional(PageCursor),
+  },
   { additionalProperties: false },
 );
+export type ScheduledRunsParams = Static<typeof ScheduledRunsParams>;
 
 const RunStatusSchema = Type.Union([
   Type.Literal("claimed"),
@@ -127,6 +136,6 @@ export const ScheduledRunView = Type.Object({
 });
 export type ScheduledRunView = Static<typeof ScheduledRunView>;
 
-export const ScheduledTaskList = Type.Object({ tasks: Type.Array(ScheduledTaskView) });
-export const ScheduledRunList = Type.Object({ runs: Type.Array(ScheduledRunView) });
+export const ScheduledTaskList = Type.Object({ tasks: Type.Array(ScheduledTaskView), next: PageNext });
+export const ScheduledRunList = Type.Object({ runs: Type.Array(ScheduledRunView), next: PageNext });
 export const ScheduledDeleted = Type.Object({ taskId: Type.String(), deleted: Type.Literal(true) });

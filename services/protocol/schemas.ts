@@ -12,6 +12,7 @@ import {
   PermissionMode,
   Timestamp,
 } from "./values.ts";
+import { AfterPage, BeforePage, LIST_PAGE_MAX_BYTES, LIST_PAGE_MAX_ROWS, PageNext } from "./pages.ts";
 
 export type { ProjectView } from "./project-schemas.ts";
 export {
@@ -58,6 +59,13 @@ export const HelloParams = Type.Object({ protocolVersion: Type.Integer() }, { ad
 
 export const EmptyParams = Type.Object({}, { additionalProperties: false });
 
+/** A list with no filter, paged by `after` (docs/protocol.md "Lists and pages"). */
+export const AfterPageParams = Type.Object({ ...AfterPage }, { additionalProperties: false });
+export type AfterPageParams = Static<typeof AfterPageParams>;
+/** session.list: newest first, paged by `before`. */
+export const SessionListParams = Type.Object({ ...BeforePage }, { additionalProperties: false });
+export type SessionListParams = Static<typeof SessionListParams>;
+
 export const SessionCreateParams = Type.Object(
   {
     projectId: Id,
@@ -95,14 +103,15 @@ export const SessionPromptParams = Type.Object(
 export type SessionPromptParams = Static<typeof SessionPromptParams>;
 
 export const PlansPendingParams = Type.Object(
-  { sessionId: Type.Optional(Id) },
+  { sessionId: Type.Optional(Id), ...AfterPage },
   { additionalProperties: false },
 );
+export type PlansPendingParams = Static<typeof PlansPendingParams>;
 
 /** Proposals in one plans.history page at most; a page is also bounded in bytes (below). */
-export const PLANS_HISTORY_MAX_ROWS = 200;
+export const PLANS_HISTORY_MAX_ROWS = LIST_PAGE_MAX_ROWS;
 /** Bytes of the proposals' JSON in one plans.history page at most (at least one is always returned). */
-export const PLANS_HISTORY_MAX_BYTES = 256 * 1024;
+export const PLANS_HISTORY_MAX_BYTES = LIST_PAGE_MAX_BYTES;
 /**
  * A plans.history position, opaque to clients: the previous page's `next`. (The host spells it
  * `<created_at in microseconds since the epoch>.<proposalId>`, a keyset on the page's order.)
@@ -163,6 +172,14 @@ export const ProjectMemberParams = Type.Object(
 );
 export type ProjectMemberParams = Static<typeof ProjectMemberParams>;
 
+/** projects.members.list: the owner first, then by when each was added, paged by `after`. */
+export const ProjectMembersListParams = Type.Object(
+  { projectId: Id, ...AfterPage },
+  { additionalProperties: false },
+);
+export type ProjectMembersListParams = Static<typeof ProjectMembersListParams>;
+
+/** One page of a project's members (add and remove answer the first page). */
 export const ProjectMembersView = Type.Object({
   projectId: Type.String(),
   owner: Type.String(),
@@ -170,6 +187,7 @@ export const ProjectMembersView = Type.Object({
   members: Type.Array(
     Type.Object({ principal: Type.String(), addedBy: Nullable(Type.String()), addedAt: Timestamp }),
   ),
+  next: PageNext,
 });
 export type ProjectMembersView = Static<typeof ProjectMembersView>;
 
@@ -284,6 +302,7 @@ export const WorkerList = Type.Object({
       turns: Type.Integer(),
     }),
   ),
+  next: PageNext,
 });
 export type WorkerList = Static<typeof WorkerList>;
 
@@ -343,7 +362,8 @@ export const HostStatus = Type.Object({
 });
 export type HostStatus = Static<typeof HostStatus>;
 
-export const SessionList = Type.Object({ sessions: Type.Array(SessionView) });
+export const SessionList = Type.Object({ sessions: Type.Array(SessionView), next: PageNext });
+export type SessionList = Static<typeof SessionList>;
 export const PromptResult = Type.Object({ turnId: Type.String() });
 export const AbortResult = Type.Object({
   sessionId: Type.String(),
@@ -351,7 +371,8 @@ export const AbortResult = Type.Object({
     Type.Object({ turnId: Type.String(), code: ErrorCodeString, proposalId: Nullable(Type.String()) }),
   ),
 });
-export const ProposalList = Type.Object({ proposals: Type.Array(ProposalView) });
+export const ProposalList = Type.Object({ proposals: Type.Array(ProposalView), next: PageNext });
+export type ProposalList = Static<typeof ProposalList>;
 /** A session's proposals of every status, newest first; `next` is the `before` of the older page, or null. */
 export const ProposalHistoryPage = Type.Object({
   proposals: Type.Array(ProposalView),

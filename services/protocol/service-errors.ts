@@ -19,6 +19,7 @@ const BY_STATUS: Record<Exclude<ServiceErrorStatus, 400>, readonly ErrorCode[]> 
   ],
   409: [
     "PROJECT_VERSION_CONFLICT",
+    "PROJECT_OWNER_CANNOT_LEAVE",
     "SESSION_DEGRADED",
     "TURN_NOT_CLAIMABLE",
     "TURN_ABORTED",

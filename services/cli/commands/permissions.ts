@@ -1,30 +1,29 @@
 // `pihost permissions pending|allow|allow-session|deny`: tool calls waiting for a person.
 import type { Command } from "commander";
 import { bus, isJson, out, outJson, type Run } from "../cli-run.ts";
+import { type ListCli, listOptions, runList } from "../list-command.ts";
 
 export function addPermissionCommands(program: Command, run: Run): void {
   const permissions = program
     .command("permissions")
     .description("tool calls waiting for a person's permission");
-  permissions
-    .command("pending")
-    .description("list permission prompts waiting for an answer")
-    .option("--session <id>", "only this session's")
-    .action(async (opts: { session?: string }, cmd: Command) => {
-      const params = opts.session ? { sessionId: opts.session } : {};
-      const r = await (await bus(run)).call("permissions.pending", params);
-      if (isJson(cmd)) outJson(run, r);
-      else
-        out(
-          run,
-          r.requests.length
-            ? r.requests.map(
-                (q) =>
-                  `${q.requestId}  ${q.tool} (${q.risk})  ${JSON.stringify(q.preview)}  until ${q.deadline}`,
-              )
-            : ["no permission prompts are waiting"],
-        );
+  listOptions(
+    permissions
+      .command("pending")
+      .description("list permission prompts waiting for an answer, oldest first")
+      .option("--session <id>", "only this session's"),
+    "permissions.pending",
+  ).action(async (opts: ListCli & { session?: string }, cmd: Command) => {
+    const filters = opts.session ? { sessionId: opts.session } : {};
+    await runList(run, cmd, "permissions.pending", filters, opts, {
+      format: (rows) =>
+        rows.map(
+          (q) => `${q.requestId}  ${q.tool} (${q.risk})  ${JSON.stringify(q.preview)}  until ${q.deadline}`,
+        ),
+      empty: "no permission prompts are waiting",
+      command: `pihost permissions pending${opts.session ? ` --session ${opts.session}` : ""}`,
     });
+  });
   for (const [name, decision, what] of [
     ["allow", "allow-once", "allow this one call"],
     [

@@ -11,27 +11,27 @@ import { follow, interactive } from "../follow.ts";
 import { colourEnabled, painter, printable } from "../terminal-text.ts";
 import { askMode } from "../tty-prompts.ts";
 import { doneFromProposal, type FollowTarget } from "../turn-follower.ts";
+import { type ListCli, listOptions, runList } from "../list-command.ts";
 import { formatProposalList, formatResolved } from "../view-format.ts";
 import { addPlanHistoryCommands } from "./plan-history.ts";
 
 export function addPlanCommands(program: Command, run: Run): void {
   const plans = program.command("plans").description("plan proposals awaiting approval");
-  plans
-    .command("pending")
-    .description("list pending plan proposals")
-    .option("--session <id>", "only this session's")
-    .option("-q, --quiet", "print only proposal ids, one per line")
-    .action(async (opts: { session?: string; quiet?: boolean }, cmd: Command) => {
-      const params = opts.session ? { sessionId: opts.session } : {};
-      const r = await (await bus(run)).call("plans.pending", params);
-      if (isJson(cmd)) outJson(run, r);
-      else if (opts.quiet)
-        out(
-          run,
-          r.proposals.map((p) => p.proposalId),
-        );
-      else out(run, formatProposalList(r.proposals));
+  listOptions(
+    plans
+      .command("pending")
+      .description("list pending plan proposals, oldest first")
+      .option("--session <id>", "only this session's")
+      .option("-q, --quiet", "print only proposal ids, one per line"),
+    "plans.pending",
+  ).action(async (opts: ListCli & { session?: string; quiet?: boolean }, cmd: Command) => {
+    const filters = opts.session ? { sessionId: opts.session } : {};
+    await runList(run, cmd, "plans.pending", filters, opts, {
+      format: (rows) => (opts.quiet ? rows.map((p) => p.proposalId) : formatProposalList(rows)),
+      ...(opts.quiet ? {} : { empty: "no pending plans" }),
+      command: `pihost plans pending${opts.session ? ` --session ${opts.session}` : ""}${opts.quiet ? " -q" : ""}`,
     });
+  });
   plans
     .command("show")
     .description(

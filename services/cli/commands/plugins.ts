@@ -4,17 +4,20 @@ import { formatPlugin, formatPluginList } from "../admin-format.ts";
 import { pluginsRegisterParams } from "../admin-params.ts";
 import { UsageError } from "../cli-error.ts";
 import { bus, isJson, out, outJson, type Run } from "../cli-run.ts";
+import { type ListCli, listOptions, runList } from "../list-command.ts";
 
 export function addPluginCommands(program: Command, run: Run): void {
   const plugins = program.command("plugins").description("tool plugins offered to Agent turns");
-  plugins
-    .command("list")
-    .description("registered plugins, their tools and whether they are enabled")
-    .action(async (_opts: unknown, cmd: Command) => {
-      const r = await (await bus(run)).call("plugins.list");
-      if (isJson(cmd)) outJson(run, r);
-      else out(run, formatPluginList(r.plugins));
+  listOptions(
+    plugins.command("list").description("registered plugins by id, their tools and whether they are enabled"),
+    "plugins.list",
+  ).action(async (opts: ListCli, cmd: Command) => {
+    await runList(run, cmd, "plugins.list", {}, opts, {
+      format: formatPluginList,
+      empty: "no plugins registered",
+      command: "pihost plugins list",
     });
+  });
   plugins
     .command("register")
     .description(

@@ -2,7 +2,8 @@
 import type { Command } from "commander";
 import { projectConfigureParams, projectCreateParams } from "../cli-params.ts";
 import { bus, collect, isJson, out, outJson, type Run } from "../cli-run.ts";
-import { formatProject, formatProjectCreated } from "../view-format.ts";
+import { type ListCli, listOptions, runList } from "../list-command.ts";
+import { formatProject, formatProjectCreated, formatProjectList } from "../view-format.ts";
 import { addMemberCommands } from "./members.ts";
 
 export function addProjectCommands(program: Command, run: Run): void {
@@ -20,6 +21,18 @@ export function addProjectCommands(program: Command, run: Run): void {
       else if (opts.quiet) out(run, [p.id]);
       else out(run, formatProjectCreated(p));
     });
+  listOptions(
+    project
+      .command("list")
+      .description("the projects you are a member of, newest membership first, and who added you"),
+    "projects.list",
+  ).action(async (opts: ListCli, cmd: Command) => {
+    await runList(run, cmd, "projects.list", {}, opts, {
+      format: formatProjectList,
+      empty: "you are a member of no project",
+      command: "pihost project list",
+    });
+  });
   project
     .command("show")
     .description("show a project and its tool settings")

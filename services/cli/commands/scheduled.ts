@@ -12,12 +12,12 @@ import {
 import {
   RUNS_LIMIT_MAX,
   scheduledCreateParams,
-  scheduledRunsParams,
   scheduledUpdateParams,
   type TaskFiles,
   type TaskOptions,
 } from "../admin-params.ts";
 import { UsageError } from "../cli-error.ts";
+import { type ListCli, listOptions, runList } from "../list-command.ts";
 import { bus, isJson, out, outJson, type Run, readJson } from "../cli-run.ts";
 
 interface TaskCli extends TaskOptions {
@@ -70,14 +70,16 @@ export function addScheduledCommands(program: Command, run: Run): void {
       else if (opts.quiet) out(run, [t.id]);
       else out(run, formatTaskCreated(t));
     });
-  scheduled
-    .command("list")
-    .description("your scheduled tasks")
-    .action(async (_opts: unknown, cmd: Command) => {
-      const r = await (await bus(run)).call("scheduled.list");
-      if (isJson(cmd)) outJson(run, r);
-      else out(run, formatTaskList(r.tasks));
+  listOptions(
+    scheduled.command("list").description("your scheduled tasks, oldest first"),
+    "scheduled.list",
+  ).action(async (opts: ListCli, cmd: Command) => {
+    await runList(run, cmd, "scheduled.list", {}, opts, {
+      format: formatTaskList,
+      empty: "no scheduled tasks",
+      command: "pihost scheduled list",
     });
+  });
   taskOptions(
     scheduled
       .command("update")
@@ -110,15 +112,16 @@ export function addScheduledCommands(program: Command, run: Run): void {
       else if (opts.quiet) out(run, [r.runId]);
       else out(run, formatRunStarted(r));
     });
-  scheduled
-    .command("runs")
-    .description("a task's runs, newest first")
-    .argument("<taskId>")
-    .option("--limit <n>", `runs to list, 1 to ${RUNS_LIMIT_MAX}`)
-    .action(async (taskId: string, opts: { limit?: string }, cmd: Command) => {
-      const params = scheduledRunsParams(taskId, opts);
-      const r = await (await bus(run)).call("scheduled.runs", params);
-      if (isJson(cmd)) outJson(run, r);
-      else out(run, formatRunList(r.runs));
+  listOptions(
+    scheduled.command("runs").description("a task's runs, newest first").argument("<taskId>"),
+    "scheduled.runs",
+    RUNS_LIMIT_MAX,
+  ).action(async (taskId: string, opts: ListCli, cmd: Command) => {
+    await runList(run, cmd, "scheduled.runs", { taskId }, opts, {
+      format: formatRunList,
+      empty: "no runs",
+      command: `pihost scheduled runs ${taskId}`,
+      maxLimit: RUNS_LIMIT_MAX,
     });
+  });
 }

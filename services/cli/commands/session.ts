@@ -8,6 +8,7 @@ import {
   sessionCreateParams,
 } from "../cli-params.ts";
 import { bus, collect, isJson, out, outJson, PLAN_NOTE, type Run, readJson } from "../cli-run.ts";
+import { type ListCli, listOptions, runList } from "../list-command.ts";
 import { formatSession, formatSessionCreated, formatSessionList } from "../view-format.ts";
 
 export function addSessionCommands(program: Command, run: Run): void {
@@ -38,14 +39,16 @@ export function addSessionCommands(program: Command, run: Run): void {
       else if (opts.quiet) out(run, [s.id]);
       else out(run, formatSessionCreated(s));
     });
-  session
-    .command("list")
-    .description("list your sessions")
-    .action(async (_opts: unknown, cmd: Command) => {
-      const r = await (await bus(run)).call("session.list", {});
-      if (isJson(cmd)) outJson(run, r);
-      else out(run, formatSessionList(r.sessions));
+  listOptions(
+    session.command("list").description("list the sessions you own or approve, newest first"),
+    "session.list",
+  ).action(async (opts: ListCli, cmd: Command) => {
+    await runList(run, cmd, "session.list", {}, opts, {
+      format: formatSessionList,
+      empty: "no sessions",
+      command: "pihost session list",
     });
+  });
   session
     .command("show")
     .description("show one session")

@@ -1,7 +1,9 @@
 // Client methods (`<prefix>.rpc.<principal>.<method>`, docs/protocol.md): decode, check the principal
 // against the session, then read rows or hand the request to the session's actor.
 import { AppError } from "../../protocol/app-error.ts";
+import { pageOfList } from "../store/bounded-page.ts";
 import {
+  AfterPageParams,
   ArtifactsReadPageParams,
   ArtifactsReadParams,
   decodeParams,
@@ -11,6 +13,7 @@ import {
   PlansResolveParams,
   SessionConfigureParams,
   SessionCreateParams,
+  SessionListParams,
   SessionPromptParams,
   SessionRef,
   EmptyParams,
@@ -182,21 +185,36 @@ export function createClientApi(deps: {
     },
 
     "workers.list": async (_principal, params) => {
-      decodeParams(EmptyParams, params);
-      // What each live worker serves, of the providers this deployment allows (as models.list).
+      const p = decodeParams(AfterPageParams, params);
+      // What each live worker serves, of the providers this deployment allows (as models.list),
+      // paged by worker id like the lists read from rows.
       const workers = (deps.workers?.list() ?? []).map((w) => ({
         ...w,
         serves: w.serves.filter((m) => !deps.models || deps.models.allows(m.provider)),
       }));
-      return { workers };
+      const page = pageOfList(workers, (w) => w.workerId, p);
+      return { workers: page.items, next: page.next };
     },
 
     "session.create": async (principal, params) => {
       const p = decodeParams(SessionCreateParams, params);
       const model = chooseModel(p.model);
-      return live(
-        await sessions.createSession(principal, { ...p, ...(model ? { model } : {}) }, deps.hostId),
+      const view = await sessions.createSession(
+        principal,
+        { ...p, ...(model ? { model } : {}) },
+        deps.hostId,
       );
+      // Each approver learns who named them (an event on the session; the audit row is written with it).
+      if (view.approvers.length > 0)
+        supervisor.announce(
+          { sessionId: view.id, owner: view.owner, approvers: view.approvers },
+          "approvers.added",
+          {
+            approvers: view.approvers,
+            addedBy: principal,
+          },
+        );
+      return live(view);
     },
 
     "session.get": async (principal, params) => {
@@ -205,8 +223,9 @@ export function createClientApi(deps: {
     },
 
     "session.list": async (principal, params) => {
-      decodeParams(EmptyParams, params);
-      return { sessions: (await sessions.listSessions(principal)).map(live) };
+      const p = decodeParams(SessionListParams, params);
+      const page = await sessions.listSessions(principal, p, live);
+      return { sessions: page.items, next: page.next };
     },
 
     "session.configure": async (principal, params) => {
@@ -244,7 +263,7 @@ export function createClientApi(deps: {
     "plans.pending": async (principal, params) => {
       const p = decodeParams(PlansPendingParams, params);
       if (p.sessionId) await sessionFor(principal, p.sessionId);
-      return { proposals: await plans.pending(principal, p.sessionId) };
+      return plans.pending(principal, p);
     },
 
     "plans.history": async (principal, params) => {

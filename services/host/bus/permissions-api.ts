@@ -20,7 +20,7 @@ export function createPermissionsApi(deps: {
         const access = await sessions.accessibleRow(principal, p.sessionId);
         if (!access.ok) return access;
       }
-      return { requests: await gate.pending(principal, p.sessionId) };
+      return gate.pending(principal, p);
     },
 
     "permissions.resolve": async (principal, params) => {

@@ -2,7 +2,7 @@
 // settings.set), then the plugin store, whose refusals (a `Result`) go back as the reply.
 // Merged into the host's client handler map next to client-api.ts.
 import { normaliseManifest, PluginRef, PluginsRegisterParams } from "../../protocol/plugin-schemas.ts";
-import { decodeParams, EmptyParams } from "../../protocol/schemas.ts";
+import { AfterPageParams, decodeParams } from "../../protocol/schemas.ts";
 import type { PluginMethod } from "../../protocol/subjects.ts";
 import type { ClientHandler } from "./client-api.ts";
 import { requireSettingsAdmin, type SettingsAdmins } from "./settings-admins.ts";
@@ -23,8 +23,8 @@ export function createPluginsApi(
     },
 
     "plugins.list": async (_principal, params) => {
-      decodeParams(EmptyParams, params);
-      return { plugins: await store.list() };
+      const page = await store.list(decodeParams(AfterPageParams, params));
+      return { plugins: page.items, next: page.next };
     },
 
     "plugins.enable": async (principal, params) => {

@@ -3,8 +3,13 @@
 // the rule of settings.set (settings-admins.ts). Only members see a project; only its owner changes
 // its members (docs/security.md "Projects have owners and members"). Merged into the client handler map.
 import { AppError } from "../../protocol/app-error.ts";
-import { ProjectCreateParams, ProjectRef, ProjectsConfigureParams } from "../../protocol/project-schemas.ts";
-import { decodeParams, ProjectMemberParams } from "../../protocol/schemas.ts";
+import {
+  ProjectCreateParams,
+  ProjectRef,
+  ProjectsConfigureParams,
+  ProjectsListParams,
+} from "../../protocol/project-schemas.ts";
+import { decodeParams, ProjectMemberParams, ProjectMembersListParams } from "../../protocol/schemas.ts";
 import type { ProjectMethod } from "../../protocol/subjects.ts";
 import type { ClientHandler } from "./client-api.ts";
 import { requireSettingsAdmin, type SettingsAdmins } from "./settings-admins.ts";
@@ -70,9 +75,14 @@ export function createProjectsApi(
       return store.get(principal, p.projectId);
     },
 
+    "projects.list": async (principal, params) => {
+      const p = decodeParams(ProjectsListParams, params);
+      return store.listForMember(principal, p);
+    },
+
     "projects.members.list": async (principal, params) => {
-      const p = decodeParams(ProjectRef, params);
-      return store.members.list(principal, p.projectId);
+      const p = decodeParams(ProjectMembersListParams, params);
+      return store.members.list(principal, p.projectId, p);
     },
 
     "projects.members.add": async (principal, params) => {
@@ -83,6 +93,11 @@ export function createProjectsApi(
     "projects.members.remove": async (principal, params) => {
       const p = decodeParams(ProjectMemberParams, params);
       return store.members.remove(principal, p.projectId, p.principal);
+    },
+
+    "projects.leave": async (principal, params) => {
+      const p = decodeParams(ProjectRef, params);
+      return store.members.leave(principal, p.projectId);
     },
 
     "projects.configure": async (principal, params) => {

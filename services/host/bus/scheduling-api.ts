@@ -9,7 +9,7 @@ import {
   SettingsSetParams,
 } from "../../protocol/scheduling-schemas.ts";
 import { ok } from "../../protocol/result.ts";
-import { decodeParams, EmptyParams } from "../../protocol/schemas.ts";
+import { AfterPageParams, decodeParams, EmptyParams } from "../../protocol/schemas.ts";
 import type { SchedulingMethod } from "../../protocol/subjects.ts";
 import type { ClientHandler } from "./client-api.ts";
 import { requireSettingsAdmin, type SettingsAdmins } from "./settings-admins.ts";
@@ -50,8 +50,8 @@ export function createSchedulingApi(
     },
 
     "scheduled.list": async (principal, params) => {
-      decodeParams(EmptyParams, params);
-      return { tasks: await store.listTasks(principal) };
+      const page = await store.listTasks(principal, decodeParams(AfterPageParams, params));
+      return { tasks: page.items, next: page.next };
     },
 
     "scheduled.update": async (principal, params) => {
@@ -74,8 +74,9 @@ export function createSchedulingApi(
 
     "scheduled.runs": async (principal, params) => {
       const p = decodeParams(ScheduledRunsParams, params);
-      const runs = await store.listRuns(principal, p.taskId, p.limit);
-      return runs.ok ? ok({ runs: runs.value }) : runs;
+      const { taskId, ...page } = p;
+      const runs = await store.listRuns(principal, taskId, page);
+      return runs.ok ? ok({ runs: runs.value.items, next: runs.value.next }) : runs;
     },
   };
 }

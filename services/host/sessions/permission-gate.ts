@@ -4,10 +4,13 @@
 import { AppError } from "../../protocol/app-error.ts";
 import type { ErrorCode } from "../../protocol/error-codes.ts";
 import type { Logger } from "../../protocol/log.ts";
+import { boundPage } from "../store/bounded-page.ts";
 import type {
   PermissionDecision,
+  PermissionRequestList,
   PermissionRequestView,
   PermissionRisk,
+  PermissionsPendingParams,
   PermissionsResolveParams,
 } from "../../protocol/permission-schemas.ts";
 import { appendAudit } from "../store/audit-log.ts";
@@ -282,9 +285,15 @@ export function createPermissionGate(deps: {
     },
 
     /** `permissions.pending`: live pending requests of sessions the principal owns or approves. */
-    async pending(principal: string, sessionId?: string): Promise<PermissionRequestView[]> {
-      const rows = await pendingRequestsFor(db, principal, clock.date(), sessionId);
-      return rows.filter((row) => waiters.has(row.id)).map(view);
+    async pending(principal: string, p: PermissionsPendingParams): Promise<PermissionRequestList> {
+      const { rows, limit } = await pendingRequestsFor(db, principal, clock.date(), p);
+      // Only what this host waits on is answerable here; the page's position moves past the rest.
+      const page = boundPage(rows, {
+        limit,
+        view: (row) => (waiters.has(row.id) ? view(row) : null),
+        position: (row) => row.position,
+      });
+      return { requests: page.items, next: page.next };
     },
 
     /** The turn was aborted or lost its lease: its waiting prompts end as denials (PERMISSION_INTERRUPTED). */

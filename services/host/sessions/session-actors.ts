@@ -14,6 +14,7 @@ import type { ErrorCode } from "../../protocol/error-codes.ts";
 import type { ProposalView, TurnAssignment } from "../../protocol/schemas.ts";
 import type { Clock } from "../clock.ts";
 import { appendAudit } from "../store/audit-log.ts";
+import { auditApproversAdded } from "../store/project-members.ts";
 import { type Db, withTransaction } from "../store/db.ts";
 import type { PlanStore } from "../store/plan-store.ts";
 import { pluginToolSpecs } from "../store/plugin-store.ts";
@@ -145,6 +146,8 @@ export function createSessionActors(deps: SessionActorDeps) {
       if (Object.keys(changes).length === 0) {
         return { mode: before.mode, result: await sessions.view(db, before) };
       }
+      // Who is approver now and was not (before.approvers: the members among the stored names).
+      const added = (changes.approvers ?? []).filter((a) => !before.approvers.includes(a));
       await withTransaction(db, async (tx) => {
         if (await sessionBusy(tx, sessionId)) throw new AppError("PLAN_CONFIGURATION_BLOCKED");
         if (!(await updateSessionConfig(tx, sessionId, changes, before.version, clock.date())))
@@ -156,10 +159,18 @@ export function createSessionActors(deps: SessionActorDeps) {
           action: "session.configure",
           details: { ...changes, model_config: undefined },
         });
+        await auditApproversAdded(tx, {
+          at: clock.date(),
+          principal: before.owner,
+          sessionId,
+          approvers: added,
+        });
       });
       if (changes.approvers) {
         audiences.set(sessionId, { sessionId, owner: before.owner, approvers: changes.approvers });
       }
+      if (added.length > 0)
+        events.publish(audience(sessionId), "approvers.added", { approvers: added, addedBy: before.owner });
       const view = await publishSession(sessionId);
       dispatcher.noteModel(sessionId, view.model);
       if (changes.mode) events.publish(audience(sessionId), "plan.changed", { state: view.planningState });

@@ -376,6 +376,8 @@ export function createSessionSupervisor(deps: SupervisorDeps) {
     },
     /** Fire-and-forget event (lease loss); dropped, and logged, for a degraded session. */
     send,
+    /** Raises a session event from outside its actor (the approvers named at session.create). */
+    announce: events.publish,
     /** Loads the session's actor from the rows if it is not live (activation); resolves when ready. */
     async activate(sessionId: string): Promise<void> {
       await entry(sessionId).ready;

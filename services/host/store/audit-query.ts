@@ -1,13 +1,25 @@
 // Reading the audit log for `audit.list` (docs/protocol.md, "Audit"): a person sees the rows of the
-// sessions they own or approve and of the projects they own; settings admins see every row. Newest
-// first, paged by row id, bounded in rows and in bytes.
+// sessions they own or approve (as a member now), of the projects they own, and the rows that name
+// them as the member or approver a change concerns; settings admins see every row. Newest first,
+// paged by row id, bounded in rows and in bytes (services/protocol/pages.ts).
 import {
   AUDIT_PAGE_MAX_BYTES,
   type AuditEntryView,
   type AuditListParams,
   type AuditPage,
 } from "../../protocol/audit-schemas.ts";
+import { boundPage } from "./bounded-page.ts";
 import type { Db } from "./db.ts";
+import { ownsOrApprovesSql } from "./project-members.ts";
+
+/**
+ * The rows that concern the person `$2` by name, whoever's session or project they are about: who
+ * made them (or ended them as) a member, who named them approver. They stay readable after the
+ * person left the project or was removed, which ends every other row of its sessions for them.
+ */
+const CONCERNS_SQL = `((a.action IN ('project.members.add', 'project.members.remove', 'project.leave')
+                        AND a.details->>'member' = $2)
+                    OR (a.action = 'session.approvers.add' AND a.details->'approvers' ? $2))`;
 
 interface AuditRow {
   id: string;
@@ -41,8 +53,9 @@ export async function auditPage(
        LEFT JOIN sessions s ON s.id = a.session_id
        LEFT JOIN projects pr ON pr.id = COALESCE(s.project_id, a.details->>'projectId')
       WHERE ($1::boolean
-             OR s.owner = $2 OR $2 = ANY (s.approvers)
-             OR (a.session_id IS NULL AND pr.owner = $2))
+             OR ${ownsOrApprovesSql("s", "$2")}
+             OR (a.session_id IS NULL AND pr.owner = $2)
+             OR ${CONCERNS_SQL})
         AND ($3::text IS NULL OR a.session_id = $3)
         AND ($4::text IS NULL OR pr.id = $4)
         AND ($5::bigint IS NULL OR a.id < $5)
@@ -50,11 +63,10 @@ export async function auditPage(
       LIMIT $6`,
     [all, principal, p.sessionId ?? null, p.projectId ?? null, p.before ?? null, limit + 1],
   );
-  const entries: AuditEntryView[] = [];
-  let bytes = 0;
-  let cut = false;
-  for (const row of r.rows.slice(0, limit)) {
-    const entry: AuditEntryView = {
+  const page = boundPage(r.rows, {
+    limit,
+    maxBytes: AUDIT_PAGE_MAX_BYTES,
+    view: (row): AuditEntryView => ({
       id: Number(row.id),
       at: row.at.toISOString(),
       principal: row.principal,
@@ -66,15 +78,9 @@ export async function auditPage(
       decision: row.decision,
       code: row.code,
       details: row.details ?? {},
-    };
-    const size = Buffer.byteLength(JSON.stringify(entry));
-    if (entries.length > 0 && bytes + size > AUDIT_PAGE_MAX_BYTES) {
-      cut = true;
-      break;
-    }
-    bytes += size;
-    entries.push(entry);
-  }
-  const more = cut || r.rows.length > limit;
-  return { entries, next: more && entries.length ? entries[entries.length - 1]!.id : null };
+    }),
+    // The row id is the position (a bigint id from a sequence: exact as a JS number below 2^53).
+    position: (row) => row.id,
+  });
+  return { entries: page.items, next: page.next === null ? null : Number(page.next) };
 }

@@ -3,6 +3,7 @@
 import type { ErrorCode } from "../../protocol/error-codes.ts";
 import type { PermissionDecision, PermissionRisk } from "../../protocol/permission-schemas.ts";
 import type { Db, Tx } from "./db.ts";
+import { timePosition, timeWindow } from "./keyset-sql.ts";
 import { memberApproversSql, ownsOrApprovesSql } from "./project-members.ts";
 
 export interface PermissionRequestRow {
@@ -109,19 +110,28 @@ export async function answerRequest(
   return u.rows[0]!;
 }
 
-/** Pending, not yet due requests of sessions the principal owns or approves, oldest first. */
+/**
+ * One page of the pending, not yet due requests of sessions the principal owns or approves,
+ * oldest first: a keyset on (created_at, id) after `after`. The rows come with their position and
+ * the page's `limit` (the rows are `limit + 1` at most), for boundPage.
+ */
 export async function pendingRequestsFor(
   q: Db | Tx,
   principal: string,
   at: Date,
-  sessionId?: string,
-): Promise<PermissionRequestRow[]> {
-  const r = await q.query<PermissionRequestRow>(
-    `SELECT pr.* FROM permission_requests pr JOIN sessions s ON s.id = pr.session_id
-     WHERE pr.status = 'pending' AND pr.deadline > $1 AND ($2::text IS NULL OR pr.session_id = $2)
-       AND ${ownsOrApprovesSql("s", "$3")}
-     ORDER BY pr.created_at, pr.id`,
-    [at, sessionId ?? null, principal],
+  p: { sessionId?: string | undefined; limit?: number | undefined; after?: string | undefined },
+): Promise<{ rows: Array<PermissionRequestRow & { position: string }>; limit: number }> {
+  const w = timeWindow(
+    { limit: p.limit, cursor: p.after },
+    { time: "pr.created_at", id: "pr.id", direction: "after", first: 4 },
   );
-  return r.rows;
+  const r = await q.query<PermissionRequestRow & { position_us: string }>(
+    `SELECT pr.*, ${w.select} FROM permission_requests pr JOIN sessions s ON s.id = pr.session_id
+     WHERE pr.status = 'pending' AND pr.deadline > $1 AND ($2::text IS NULL OR pr.session_id = $2)
+       AND ${ownsOrApprovesSql("s", "$3")} AND ${w.condition}
+     ORDER BY ${w.order} LIMIT ${w.limit + 1}`,
+    [at, p.sessionId ?? null, principal, ...w.params],
+  );
+  const rows = r.rows.map((row) => ({ ...row, position: timePosition(row) }));
+  return { rows, limit: w.limit };
 }

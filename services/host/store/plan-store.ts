@@ -2,9 +2,12 @@
 // (plan-submit.ts), resolution (plan-resolve.ts), the execution claim (plan-execution.ts); reads,
 // abort and expiry here. The database guards hold by themselves.
 import { AppError } from "../../protocol/app-error.ts";
+import { boundPage } from "./bounded-page.ts";
 import {
   PLANS_HISTORY_MAX_BYTES,
+  type PlansPendingParams,
   type ProposalHistoryPage,
+  type ProposalList,
   type ProposalView,
 } from "../../protocol/schemas.ts";
 import { type Tx, withTransaction } from "./db.ts";
@@ -13,11 +16,15 @@ import { planExecution } from "./plan-execution.ts";
 import { planResolve } from "./plan-resolve.ts";
 import { type ApprovalRow, type PlanStoreDeps, planRows, proposalView } from "./plan-rows.ts";
 import { planSubmit } from "./plan-submit.ts";
+import { timePosition, timeWindow } from "./keyset-sql.ts";
 import { memberApproversSql, ownsOrApprovesSql } from "./project-members.ts";
 
 export type { ClaimExecutionOutcome } from "./plan-execution.ts";
 export type { ResolveOutcome } from "./plan-resolve.ts";
 export { type PlanFaults, proposalView } from "./plan-rows.ts";
+
+/** Pending rows past their deadline one plans.pending read expires at most. */
+const EXPIRED_PER_READ = 100;
 
 export function createPlanStore(deps: PlanStoreDeps) {
   const { db, clock } = deps;
@@ -51,27 +58,32 @@ export function createPlanStore(deps: PlanStoreDeps) {
       };
     },
 
-    /** Pending rows visible to the principal, after applying expiry. */
-    async pending(principal: string, sessionId?: string): Promise<ProposalView[]> {
+    /**
+     * One page of the pending rows the principal owns or approves (one session's, with
+     * `sessionId`), oldest first: a keyset on (created_at, id) after `after`. Rows past their
+     * deadline are never listed; up to EXPIRED_PER_READ of them are expired first (each once; the
+     * sessions' own deadlines expire the rest), so one read costs a bounded number of writes.
+     */
+    async pending(principal: string, p: PlansPendingParams): Promise<ProposalList> {
       const now = clock.date();
-      const r = await db.query(
-        `SELECT a.id, a.deadline FROM plan_approvals a JOIN sessions s ON s.id = a.session_id
-         WHERE a.status = 'pending' AND ${ownsOrApprovesSql("s", "$1")} AND ($2::text IS NULL OR a.session_id = $2)
-         ORDER BY a.created_at`,
-        [principal, sessionId ?? null],
+      const visible = `a.status = 'pending' AND ${ownsOrApprovesSql("s", "$1")} AND ($3::text IS NULL OR a.session_id = $3)`;
+      const due = await db.query(
+        `SELECT a.id FROM plan_approvals a JOIN sessions s ON s.id = a.session_id
+          WHERE ${visible} AND a.deadline <= $2 ORDER BY a.deadline LIMIT ${EXPIRED_PER_READ}`,
+        [principal, now, p.sessionId ?? null],
       );
-      const out: ProposalView[] = [];
-      for (const { id, deadline } of r.rows as Array<{ id: string; deadline: Date }>) {
-        if (deadline.getTime() <= now.getTime()) {
-          await expireIfStillPending(id);
-          continue;
-        }
-        const full = await db.query("SELECT * FROM plan_approvals WHERE id = $1 AND status = 'pending'", [
-          id,
-        ]);
-        if (full.rows[0]) out.push(proposalView(full.rows[0]));
-      }
-      return out;
+      for (const { id } of due.rows as Array<{ id: string }>) await expireIfStillPending(id);
+      const w = timeWindow(
+        { limit: p.limit, cursor: p.after },
+        { time: "a.created_at", id: "a.id", direction: "after", first: 4 },
+      );
+      const r = await db.query<ApprovalRow & { position_us: string }>(
+        `SELECT a.*, ${w.select} FROM plan_approvals a JOIN sessions s ON s.id = a.session_id
+          WHERE ${visible} AND a.deadline > $2 AND ${w.condition} ORDER BY ${w.order} LIMIT ${w.limit + 1}`,
+        [principal, now, p.sessionId ?? null, ...w.params],
+      );
+      const page = boundPage(r.rows, { limit: w.limit, view: proposalView, position: timePosition });
+      return { proposals: page.items, next: page.next };
     },
 
     /**
@@ -88,35 +100,22 @@ export function createPlanStore(deps: PlanStoreDeps) {
         [sessionId, clock.date()],
       );
       for (const { id } of due.rows as Array<{ id: string }>) await expireIfStillPending(id);
-      const limit = p.limit ?? 50;
-      const dot = p.before?.indexOf(".") ?? -1;
-      const before = p.before && dot > 0 ? { us: p.before.slice(0, dot), id: p.before.slice(dot + 1) } : null;
-      // The position is the exact microseconds Postgres stores (a JS Date keeps milliseconds only).
-      const r = await db.query(
-        `SELECT * FROM (
-           SELECT a.*, (extract(epoch FROM a.created_at) * 1000000)::bigint AS created_us
-             FROM plan_approvals a WHERE a.session_id = $1) h
-          WHERE $2::bigint IS NULL OR (h.created_us, h.id) < ($2::bigint, $3::text)
-          ORDER BY h.created_us DESC, h.id DESC
-          LIMIT $4`,
-        [sessionId, before?.us ?? null, before?.id ?? null, limit + 1],
+      const w = timeWindow(
+        { limit: p.limit, cursor: p.before },
+        { time: "a.created_at", id: "a.id", direction: "before", first: 2 },
       );
-      const proposals: ProposalView[] = [];
-      let last: string | null = null;
-      let bytes = 0;
-      let cut = false;
-      for (const row of r.rows.slice(0, limit) as Array<ApprovalRow & { created_us: string }>) {
-        const view = proposalView(row);
-        const size = Buffer.byteLength(JSON.stringify(view));
-        if (proposals.length > 0 && bytes + size > PLANS_HISTORY_MAX_BYTES) {
-          cut = true;
-          break;
-        }
-        bytes += size;
-        proposals.push(view);
-        last = `${row.created_us}.${row.id}`;
-      }
-      return { proposals, next: (cut || r.rows.length > limit) && last !== null ? last : null };
+      const r = await db.query<ApprovalRow & { position_us: string }>(
+        `SELECT a.*, ${w.select} FROM plan_approvals a
+          WHERE a.session_id = $1 AND ${w.condition} ORDER BY ${w.order} LIMIT ${w.limit + 1}`,
+        [sessionId, ...w.params],
+      );
+      const page = boundPage(r.rows, {
+        limit: w.limit,
+        maxBytes: PLANS_HISTORY_MAX_BYTES,
+        view: proposalView,
+        position: timePosition,
+      });
+      return { proposals: page.items, next: page.next };
     },
 
     submit: planSubmit(deps),

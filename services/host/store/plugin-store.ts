@@ -4,10 +4,13 @@ import type { TSchema } from "typebox";
 import { Compile } from "typebox/compile";
 import { ok, type Result, refuse } from "../../protocol/result.ts";
 import type { PluginManifest, PluginToolManifest, PluginView } from "../../protocol/plugin-schemas.ts";
-import type { ToolSpec } from "../../protocol/schemas.ts";
+import type { AfterPageParams, ToolSpec } from "../../protocol/schemas.ts";
+import { type BoundedPage, boundPage } from "./bounded-page.ts";
+import { encodePosition } from "../../protocol/pages.ts";
 import { appendAudit } from "./audit-log.ts";
 import type { Clock } from "../clock.ts";
 import { type Db, withTransaction } from "./db.ts";
+import { keysetWindow } from "./keyset-sql.ts";
 
 interface PluginRow {
   id: string;
@@ -125,9 +128,17 @@ export function createPluginStore(deps: { db: Db; clock: Clock }) {
       });
     },
 
-    async list(): Promise<PluginView[]> {
-      const r = await db.query("SELECT * FROM plugins ORDER BY id");
-      return (r.rows as PluginRow[]).map(view);
+    /** One page of the registered plugins by id (a keyset after `after`). */
+    async list(p: AfterPageParams): Promise<BoundedPage<PluginView>> {
+      const w = keysetWindow(
+        { limit: p.limit, cursor: p.after },
+        { keys: ["id"], direction: "after", first: 1 },
+      );
+      const r = await db.query<PluginRow>(
+        `SELECT * FROM plugins WHERE ${w.condition} ORDER BY ${w.order} LIMIT ${w.limit + 1}`,
+        w.params,
+      );
+      return boundPage(r.rows, { limit: w.limit, view, position: (row) => encodePosition([], row.id) });
     },
 
     /** Enables or disables a plugin; audited when it changes anything. An unknown id: PLUGIN_NOT_FOUND. */

@@ -1,12 +1,17 @@
 // Rows of project_members (docs/security.md "Projects have owners and members"): who may see a
-// project, create sessions on it and approve its sessions. The owner is always a member. Every other
-// store that checks an approver joins these rows through the SQL fragments below, so membership is
-// checked when it is used: a removed member's approver rights end with the removal's commit.
+// project, create sessions on it and approve its sessions. The owner is always a member; anyone else
+// may leave. Every other store that checks an approver joins these rows through the SQL fragments
+// below, so membership is checked when it is used: a removed (or departed) member's approver rights
+// end with that commit.
 import { AppError } from "../../protocol/app-error.ts";
+import { boundPage } from "./bounded-page.ts";
+import { encodePosition } from "../../protocol/pages.ts";
+import type { ProjectLeft } from "../../protocol/project-schemas.ts";
 import type { ProjectMembersView } from "../../protocol/schemas.ts";
 import { appendAudit } from "./audit-log.ts";
 import type { Clock } from "../clock.ts";
 import { type Db, type Tx, withTransaction } from "./db.ts";
+import { keysetWindow, microsSql } from "./keyset-sql.ts";
 
 /** `principal` is a member of `project` (both SQL expressions). */
 export const isMemberSql = (project: string, principal: string) =>
@@ -52,10 +57,67 @@ export async function assertApproversAreMembers(
     });
 }
 
+/**
+ * The audit row of people newly named approver of a session (`session.approvers.add`, by the owner
+ * `principal`), in the transaction that names them; it concerns each of them, and they read it with
+ * audit.list (audit-query.ts). Nobody new: no row.
+ */
+export async function auditApproversAdded(
+  tx: Tx,
+  e: { at: Date; principal: string; sessionId: string; approvers: readonly string[] },
+): Promise<void> {
+  const approvers = [...new Set(e.approvers)];
+  if (approvers.length === 0) return;
+  await appendAudit(tx, {
+    at: e.at,
+    principal: e.principal,
+    sessionId: e.sessionId,
+    action: "session.approvers.add",
+    details: { approvers },
+  });
+}
+
 interface MemberRow {
   principal: string;
   added_by: string | null;
   added_at: Date;
+  rank: number;
+  added_us: string;
+}
+
+/** A page of members is asked for with these (add and remove answer the first page). */
+export interface MembersPage {
+  limit?: number | undefined;
+  after?: string | undefined;
+}
+
+/**
+ * One page of a project's members: the owner first (rank 0), then by when each was added and by
+ * name, a keyset on (rank, added_at, principal) so members added meanwhile shift no page.
+ */
+async function membersPage(
+  q: Db | Tx,
+  projectId: string,
+  owner: string,
+  p: MembersPage,
+): Promise<ProjectMembersView> {
+  const w = keysetWindow(
+    { limit: p.limit, cursor: p.after },
+    { keys: ["m.rank", "m.added_us", "m.principal"], direction: "after", first: 3 },
+  );
+  const r = await q.query<MemberRow>(
+    `SELECT * FROM (
+       SELECT principal, added_by, added_at, (principal <> $2)::int AS rank, ${microsSql("added_at")} AS added_us
+         FROM project_members WHERE project_id = $1) m
+      WHERE ${w.condition} ORDER BY ${w.order} LIMIT ${w.limit + 1}`,
+    [projectId, owner, ...w.params],
+  );
+  const page = boundPage(r.rows, {
+    limit: w.limit,
+    view: (m) => ({ principal: m.principal, addedBy: m.added_by, addedAt: m.added_at.toISOString() }),
+    position: (m) => encodePosition([m.rank, m.added_us], m.principal),
+  });
+  return { projectId, owner, members: page.items, next: page.next };
 }
 
 export function createProjectMembers({ db, clock }: { db: Db; clock: Clock }) {
@@ -63,23 +125,6 @@ export function createProjectMembers({ db, clock }: { db: Db; clock: Clock }) {
     const r = await tx.query("SELECT owner FROM projects WHERE id = $1 FOR UPDATE", [projectId]);
     if (r.rowCount === 0) throw new AppError("PROJECT_NOT_FOUND");
     return r.rows[0];
-  }
-
-  async function list(q: Db | Tx, projectId: string, owner: string): Promise<ProjectMembersView> {
-    const r = await q.query<MemberRow>(
-      `SELECT principal, added_by, added_at FROM project_members WHERE project_id = $1
-        ORDER BY principal = $2 DESC, added_at, principal`,
-      [projectId, owner],
-    );
-    return {
-      projectId,
-      owner,
-      members: r.rows.map((m) => ({
-        principal: m.principal,
-        addedBy: m.added_by,
-        addedAt: m.added_at.toISOString(),
-      })),
-    };
   }
 
   /** The owner-only check of add and remove, under the project's row lock (FORBIDDEN otherwise). */
@@ -106,18 +151,21 @@ export function createProjectMembers({ db, clock }: { db: Db; clock: Clock }) {
       );
     },
 
-    /** Members of a project, the owner first; a non-member is refused FORBIDDEN. */
-    async list(principal: string, projectId: string): Promise<ProjectMembersView> {
+    /** One page of a project's members, the owner first; a non-member is refused FORBIDDEN. */
+    async list(principal: string, projectId: string, page: MembersPage = {}): Promise<ProjectMembersView> {
       const r = await db.query(
         `SELECT owner, ${isMemberSql("projects.id", "$2")} AS member FROM projects WHERE id = $1`,
         [projectId, principal],
       );
       if (r.rowCount === 0) throw new AppError("PROJECT_NOT_FOUND");
       if (r.rows[0].member !== true) throw new AppError("FORBIDDEN");
-      return list(db, projectId, r.rows[0].owner);
+      return membersPage(db, projectId, r.rows[0].owner, page);
     },
 
-    /** Owner only; adding a member again changes nothing (no row, no audit). */
+    /**
+     * Owner only; adding a member again changes nothing (no row, no audit). The audit row names the
+     * member, who reads it with audit.list (audit-query.ts).
+     */
     async add(principal: string, projectId: string, member: string): Promise<ProjectMembersView> {
       return ownerTx(principal, projectId, async (tx, owner) => {
         const at = clock.date();
@@ -133,7 +181,7 @@ export function createProjectMembers({ db, clock }: { db: Db; clock: Clock }) {
             action: "project.members.add",
             details: { projectId, member },
           });
-        return list(tx, projectId, owner);
+        return membersPage(tx, projectId, owner, {});
       });
     },
 
@@ -163,7 +211,31 @@ export function createProjectMembers({ db, clock }: { db: Db; clock: Clock }) {
             action: "project.members.remove",
             details: { projectId, member },
           });
-        return list(tx, projectId, owner);
+        return membersPage(tx, projectId, owner, {});
+      });
+    },
+
+    /**
+     * The caller ends their own membership, audited as `project.leave`; from this commit they are
+     * no approver of the project's sessions (as after a removal) while the sessions they own stay
+     * theirs. The owner cannot leave (PROJECT_OWNER_CANNOT_LEAVE); a non-member is FORBIDDEN.
+     */
+    async leave(principal: string, projectId: string): Promise<ProjectLeft> {
+      return withTransaction(db, async (tx) => {
+        const { owner } = await lockProject(tx, projectId);
+        if (owner === principal) throw new AppError("PROJECT_OWNER_CANNOT_LEAVE");
+        const r = await tx.query("DELETE FROM project_members WHERE project_id = $1 AND principal = $2", [
+          projectId,
+          principal,
+        ]);
+        if (r.rowCount !== 1) throw new AppError("FORBIDDEN", "only a member of the project may leave it");
+        await appendAudit(tx, {
+          at: clock.date(),
+          principal,
+          action: "project.leave",
+          details: { projectId, member: principal },
+        });
+        return { projectId, left: true as const };
       });
     },
   };

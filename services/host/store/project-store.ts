@@ -8,15 +8,19 @@ import { promises as fs } from "node:fs";
 import path from "node:path";
 import { AppError } from "../../protocol/app-error.ts";
 import type { Logger } from "../../protocol/log.ts";
+import { boundPage } from "./bounded-page.ts";
 import {
   normalisePreviewOrigins,
+  type ProjectList,
   type ProjectsConfigureParams,
+  type ProjectsListParams,
   type ProjectView,
 } from "../../protocol/project-schemas.ts";
 import { appendAudit } from "./audit-log.ts";
 import type { Clock } from "../clock.ts";
 import { type Db, type Tx, withTransaction } from "./db.ts";
 import { newId } from "../ids.ts";
+import { timePosition, timeWindow } from "./keyset-sql.ts";
 import { createProjectMembers, isMemberSql } from "./project-members.ts";
 import { foldersFor, isUnder, openAccess, type WorkspaceAccess } from "./workspace-grants.ts";
 
@@ -34,6 +38,11 @@ interface ProjectRow {
 
 const PROJECT_COLUMNS =
   "id, name, workspace_root, owner, network_allowed, preview_origins, version, created_at, updated_at";
+/** PROJECT_COLUMNS of the table alias `alias`, for a select that joins. */
+const qualified = (alias: string) =>
+  PROJECT_COLUMNS.split(", ")
+    .map((c) => `${alias}.${c}`)
+    .join(", ");
 
 /** Key of the transaction-scoped advisory lock every projects.create takes: creates are serial. */
 const PROJECT_ROOTS_LOCK = 1885956212;
@@ -304,6 +313,29 @@ export function createProjectStore({
       if (r.rowCount === 0) throw new AppError("PROJECT_NOT_FOUND");
       if (r.rows[0].member !== true) throw new AppError("FORBIDDEN");
       return view(r.rows[0]);
+    },
+
+    /**
+     * One page of the projects `principal` is a member of, newest membership first (a keyset on
+     * when they were added, then the project id), each with who added them and when.
+     */
+    async listForMember(principal: string, p: ProjectsListParams): Promise<ProjectList> {
+      const w = timeWindow(
+        { limit: p.limit, cursor: p.before },
+        { time: "m.added_at", id: "p.id", direction: "before", first: 2 },
+      );
+      const r = await db.query<ProjectRow & { added_by: string | null; added_at: Date; position_us: string }>(
+        `SELECT ${qualified("p")}, m.added_by, m.added_at, ${w.select}
+           FROM project_members m JOIN projects p ON p.id = m.project_id
+          WHERE m.principal = $1 AND ${w.condition} ORDER BY ${w.order} LIMIT ${w.limit + 1}`,
+        [principal, ...w.params],
+      );
+      const page = boundPage(r.rows, {
+        limit: w.limit,
+        view: (row) => ({ ...view(row), addedBy: row.added_by, addedAt: row.added_at.toISOString() }),
+        position: timePosition,
+      });
+      return { projects: page.items, next: page.next };
     },
 
     /**

@@ -4,8 +4,11 @@
 import { AppError } from "../../protocol/app-error.ts";
 import type { ErrorCode } from "../../protocol/error-codes.ts";
 import { ok, type Refusal, type Result } from "../../protocol/result.ts";
+import type { BoundedPage } from "./bounded-page.ts";
+import type { AfterPageParams } from "../../protocol/schemas.ts";
 import type {
   ScheduledCreateParams,
+  ScheduledRunsParams,
   ScheduledRunView,
   ScheduledTaskView,
   ScheduledUpdateParams,
@@ -17,13 +20,13 @@ import { type Db, isLeaseLost, type Tx, withTransaction } from "./db.ts";
 import { newId } from "../ids.ts";
 import { isMemberSql } from "./project-members.ts";
 import { scheduleClaims } from "./schedule-claims.ts";
+import { runsPage, tasksPage } from "./schedule-pages.ts";
 import {
   findOwnedTask,
   getTask,
   ownedTask,
   RUN_COLUMNS,
   type RunRow,
-  runView,
   TASK_COLUMNS,
   type TaskConfig,
   taskView,
@@ -165,12 +168,9 @@ export function createScheduleStore({ db, clock, hostId }: { db: Db; clock: Cloc
       });
     },
 
-    async listTasks(principal: string): Promise<ScheduledTaskView[]> {
-      const r = await db.query(
-        `SELECT ${TASK_COLUMNS} FROM scheduled_tasks WHERE owner = $1 ORDER BY created_at, id`,
-        [principal],
-      );
-      return r.rows.map(taskView);
+    /** One page of the principal's own tasks, oldest first (schedule-pages.ts). */
+    async listTasks(principal: string, p: AfterPageParams): Promise<BoundedPage<ScheduledTaskView>> {
+      return tasksPage(db, principal, p);
     },
 
     /**
@@ -332,18 +332,18 @@ export function createScheduleStore({ db, clock, hostId }: { db: Db; clock: Cloc
     },
 
     /**
-     * The task's runs, newest first (owner only): this host's ended turns are written first, and every
-     * run is shown as it stands (an ended turn's outcome, whichever host owns its session).
+     * The task's runs, newest first (owner only), one page: this host's ended turns are written
+     * first, and every run is shown as it stands (an ended turn's outcome, whichever host owns it).
      */
-    async listRuns(principal: string, taskId: string, limit = 100): Promise<Result<ScheduledRunView[]>> {
+    async listRuns(
+      principal: string,
+      taskId: string,
+      page: Omit<ScheduledRunsParams, "taskId"> = {},
+    ): Promise<Result<BoundedPage<ScheduledRunView>>> {
       const owned = await findOwnedTask(db, principal, taskId);
       if (!owned.ok) return owned;
       await reconcile(taskId);
-      const r = await db.query(
-        `${RUN_AS_IT_STANDS} WHERE r.task_id = $1 ORDER BY r.scheduled_for DESC, r.id LIMIT $2`,
-        [taskId, limit],
-      );
-      return ok(r.rows.map(runView));
+      return ok(await runsPage(db, taskId, page, RUN_AS_IT_STANDS));
     },
   };
 }

@@ -1,13 +1,13 @@
 // Rows of sessions, turns, transcript entries and recorded tool calls (projects: project-store.ts). Every write takes
 // the host clock's time as a parameter; every authoritative change is one transaction.
 import { AppError } from "../../protocol/app-error.ts";
+import { type BoundedPage, boundPage } from "./bounded-page.ts";
 import { ok, type Result, refuse } from "../../protocol/result.ts";
 import type {
   ModelConfig,
   OperatingMode,
   PermissionMode,
-  PlanningState,
-  SessionUsage,
+  SessionListParams,
   SessionView,
   ToolExecuteResult,
   TurnKind,
@@ -18,9 +18,11 @@ import { jsonBytes, splitWithinBytes } from "../../protocol/byte-bounds.ts";
 import type { ContextPage } from "../../protocol/agent-schemas.ts";
 import { type Db, type Tx, withTransaction } from "./db.ts";
 import { newId } from "../ids.ts";
-import { planningStateOf } from "./session-facts.ts";
+import { timePosition, timeWindow } from "./keyset-sql.ts";
+import { type PlanningFacts, planningStates, usageOf } from "./session-usage.ts";
 import {
   assertApproversAreMembers,
+  auditApproversAdded,
   isMember,
   memberApproversSql,
   ownsOrApprovesSql,
@@ -45,9 +47,12 @@ export interface SessionRow {
 
 // `approvers` are only those still members of the project (project-members.ts): membership counts
 // when it is used, so a removed member is no approver in any row read after the removal.
-const SESSION_SELECT = `SELECT s.id, s.project_id, s.title, s.owner, ${memberApproversSql("s")} AS approvers, s.mode, s.permission_mode, s.provider, s.model,
-  s.model_config, s.version, s.created_at, s.updated_at, p.workspace_root
+const sessionSelect = (
+  extra = "",
+) => `SELECT s.id, s.project_id, s.title, s.owner, ${memberApproversSql("s")} AS approvers, s.mode, s.permission_mode, s.provider, s.model,
+  s.model_config, s.version, s.created_at, s.updated_at, p.workspace_root${extra}
   FROM sessions s JOIN projects p ON p.id = s.project_id`;
+const SESSION_SELECT = sessionSelect();
 
 /** Owner or approver; rows read by this store list only approvers who are project members. */
 export function canAccess(row: Pick<SessionRow, "owner" | "approvers">, principal: string): boolean {
@@ -61,67 +66,15 @@ const PAGE_SLACK_BYTES = 1024;
 /** Room for `{"piHostPart":{"index":..,"count":..,"json":..}}` around one part. */
 const PART_ENVELOPE_BYTES = 128;
 
-/** A number of the model's usage report, or 0 (the report is the worker's: never trusted to be one). */
-const usageNumber = (pathSql: string) =>
-  `coalesce(sum(CASE WHEN jsonb_typeof(message #> '${pathSql}') = 'number' THEN (message #>> '${pathSql}')::numeric END), 0)`;
-/**
- * The model's token and cost counts summed over assistant messages (pi-ai's `usage` on each), one
- * JSON object; the caller adds `FROM ... WHERE`.
- */
-const USAGE_SQL = `SELECT json_build_object(
-  'input', ${usageNumber("{usage,input}")}, 'output', ${usageNumber("{usage,output}")},
-  'cacheRead', ${usageNumber("{usage,cacheRead}")}, 'cacheWrite', ${usageNumber("{usage,cacheWrite}")},
-  'cost', ${usageNumber("{usage,cost,total}")})`;
-
-type UsageCounts = Omit<SessionUsage, "lastTurn">;
-function usageOf(v: unknown): UsageCounts {
-  const o = (v ?? {}) as Record<string, unknown>;
-  const n = (k: string) => (Number.isFinite(Number(o[k])) ? Number(o[k]) : 0);
-  return {
-    input: n("input"),
-    output: n("output"),
-    cacheRead: n("cacheRead"),
-    cacheWrite: n("cacheWrite"),
-    cost: n("cost"),
-  };
-}
-
 /** A session as its rows tell it; the host adds the live actor's `machineState` (bus/client-api.ts). */
 export type StoredSessionView = Omit<SessionView, "machineState">;
 
 export function createSessionStore({ db, clock }: { db: Db; clock: Clock }) {
-  async function planningState(
-    q: Db | Tx,
-    row: SessionRow,
-  ): Promise<{ state: PlanningState; activeTurnId: string | null; usage: SessionUsage }> {
-    const r = await q.query(
-      `SELECT (SELECT id FROM turns WHERE session_id = $1 AND status = 'running') AS turn,
-              EXISTS (SELECT 1 FROM plan_approvals WHERE session_id = $1 AND status = 'pending') AS pending,
-              (${USAGE_SQL} FROM transcript_entries WHERE session_id = $1 AND role = 'assistant') AS usage,
-              (SELECT turn_id FROM transcript_entries WHERE session_id = $1 AND role = 'assistant'
-                ORDER BY id DESC LIMIT 1) AS last_turn`,
-      [row.id],
-    );
-    const { turn, pending, usage, last_turn } = r.rows[0];
-    let lastTurn: SessionUsage["lastTurn"] = null;
-    if (last_turn) {
-      const t = await q.query(
-        `SELECT (${USAGE_SQL} FROM transcript_entries WHERE session_id = $1 AND turn_id = $2 AND role = 'assistant') AS usage`,
-        [row.id, last_turn],
-      );
-      lastTurn = { turnId: last_turn, ...usageOf(t.rows[0]?.usage) };
-    }
-    return {
-      state: planningStateOf(row.mode, pending === true),
-      activeTurnId: turn,
-      usage: { ...usageOf(usage), lastTurn },
-    };
+  async function planningState(q: Db | Tx, row: SessionRow): Promise<PlanningFacts> {
+    return (await planningStates(q, [row])).get(row.id)!;
   }
 
-  function view(
-    row: SessionRow,
-    p: { state: PlanningState; activeTurnId: string | null; usage: SessionUsage },
-  ): StoredSessionView {
+  function view(row: SessionRow, p: PlanningFacts): StoredSessionView {
     return {
       id: row.id,
       projectId: row.project_id,
@@ -216,6 +169,7 @@ export function createSessionStore({ db, clock }: { db: Db; clock: Clock }) {
           [id, hostId, at],
         );
         await appendAudit(tx, { at, principal, sessionId: id, action: "session.create", details: { mode } });
+        await auditApproversAdded(tx, { at, principal, sessionId: id, approvers: p.approvers ?? [] });
         return view(await getRow(tx, id), {
           state: mode === "plan" ? "planning" : "inactive",
           activeTurnId: null,
@@ -224,12 +178,31 @@ export function createSessionStore({ db, clock }: { db: Db; clock: Clock }) {
       });
     },
 
-    async listSessions(principal: string): Promise<StoredSessionView[]> {
-      const r = await db.query(
-        `${SESSION_SELECT} WHERE ${ownsOrApprovesSql("s", "$1")} ORDER BY s.created_at, s.id`,
-        [principal],
+    /**
+     * One page of the sessions `principal` owns or approves (as a member now), newest first: a
+     * keyset on (created_at, id), so sessions created meanwhile shift no page. `finish` makes each
+     * listed view (the bus adds the live machine state); the byte bound counts what it returns.
+     */
+    async listSessions<V>(
+      principal: string,
+      p: SessionListParams,
+      finish: (v: StoredSessionView) => V,
+    ): Promise<BoundedPage<V>> {
+      const w = timeWindow(
+        { limit: p.limit, cursor: p.before },
+        { time: "s.created_at", id: "s.id", direction: "before", first: 2 },
       );
-      return Promise.all(r.rows.map(async (row: SessionRow) => view(row, await planningState(db, row))));
+      const r = await db.query<SessionRow & { position_us: string }>(
+        `${sessionSelect(`, ${w.select}`)}
+          WHERE ${ownsOrApprovesSql("s", "$1")} AND ${w.condition} ORDER BY ${w.order} LIMIT ${w.limit + 1}`,
+        [principal, ...w.params],
+      );
+      const facts = await planningStates(db, r.rows.slice(0, w.limit));
+      return boundPage(r.rows, {
+        limit: w.limit,
+        view: (row) => finish(view(row, facts.get(row.id)!)),
+        position: timePosition,
+      });
     },
 
     /** Creates a running turn with its opening user message (the worker's context ends with it). */

@@ -2,11 +2,12 @@
 // app. Credentials live only in this page's memory (the form's fields are cleared once connected;
 // nothing goes to storage or cookies). The connection's state is always on screen.
 import type { SessionEvent } from "../../protocol/events.ts";
-import type { ResultOf } from "../../protocol/methods.ts";
+import type { WalkedList } from "../../protocol/page-walk.ts";
 import { storedSessionEvent } from "../../protocol/session-event.ts";
 import type { FeedItem } from "../../protocol/session-feed.ts";
 import { type ConsoleBus, connectConsole, reasonOf } from "./bus.ts";
 import { webConfig } from "./config.ts";
+import { readAll } from "./list-reads.ts";
 import { h, replace, setAttrs, setDisabled, setText, uid } from "./dom.ts";
 import { applyFeedItem, createAppStores, type AppStores, vanishedPending } from "./stores.ts";
 import { createSessionView, type SessionViewHandle } from "./views/session-view.ts";
@@ -217,9 +218,9 @@ function startApp(bus: ConsoleBus): void {
   async function resync(attempt = 0): Promise<void> {
     if (retry) clearTimeout(retry);
     retry = null;
-    let sessions: ResultOf<"session.list">;
+    let sessions: WalkedList<"session.list">;
     try {
-      sessions = await bus.call("session.list");
+      sessions = await readAll(bus, "session.list", {});
     } catch (err) {
       const state = stores.connection.getSnapshot().context.state;
       if (isTransportError(err) && state === "connected") {
@@ -234,12 +235,10 @@ function startApp(bus: ConsoleBus): void {
     const now = stores.connection.getSnapshot().context;
     if (now.state === "connected" && now.reason !== null)
       stores.connection.trigger.set({ state: "connected" });
-    stores.sessions.trigger.listed({ sessions: sessions.sessions });
+    stores.sessions.trigger.listed({ sessions: sessions.items, cut: sessions.next !== null });
     const tasks: Array<Promise<unknown>> = [
       readPending(null),
-      bus
-        .call("permissions.pending", {})
-        .then((r) => stores.permissions.trigger.listed({ requests: r.requests, sessionId: null })),
+      readPermissions(null),
       bus
         .call("host.status")
         .then((r) => stores.sessions.trigger.degraded({ list: r.sessions.degraded }))
@@ -250,10 +249,15 @@ function startApp(bus: ConsoleBus): void {
     if (view) await open(view.sessionId);
   }
 
+  async function readPermissions(sessionId: string | null): Promise<void> {
+    const r = await readAll(bus, "permissions.pending", sessionId ? { sessionId } : {});
+    stores.permissions.trigger.listed({ requests: r.items, sessionId });
+  }
+
   async function readPending(sessionId: string | null): Promise<void> {
-    const r = await bus.call("plans.pending", sessionId ? { sessionId } : {});
-    const gone = vanishedPending(stores.plans.getSnapshot().context, r.proposals, sessionId);
-    stores.plans.trigger.pendingListed({ proposals: r.proposals });
+    const r = await readAll(bus, "plans.pending", sessionId ? { sessionId } : {});
+    const gone = vanishedPending(stores.plans.getSnapshot().context, r.items, sessionId);
+    stores.plans.trigger.pendingListed({ proposals: r.items });
     await Promise.all(
       gone.map((proposalId) =>
         bus
@@ -282,21 +286,15 @@ function startApp(bus: ConsoleBus): void {
       applyFeedItem(stores, item);
       if (item.type === "delta") return;
       const e = item as SessionEvent;
+      // A session not listed yet (created, or the caller just named approver): that one is read,
+      // never the whole list again (a burst of thousands would re-read it thousands of times).
       const known = stores.sessions.getSnapshot().context.byId[e.sessionId] !== undefined;
-      if (!known)
-        soon("list", () =>
-          bus.call("session.list").then((r) => stores.sessions.trigger.listed({ sessions: r.sessions })),
-        );
+      if (!known) soon(`get:${e.sessionId}`, () => readSession(e.sessionId));
       const type = e.type as string;
       if (type === "machine.state" && view?.sessionId === e.sessionId)
         view.machineState((e as unknown as { state: string }).state);
       if (type === "plan.changed") soon(`plans:${e.sessionId}`, () => readPending(e.sessionId));
-      if (type.startsWith("permission."))
-        soon(`perms:${e.sessionId}`, () =>
-          bus
-            .call("permissions.pending", { sessionId: e.sessionId })
-            .then((r) => stores.permissions.trigger.listed({ requests: r.requests, sessionId: e.sessionId })),
-        );
+      if (type.startsWith("permission.")) soon(`perms:${e.sessionId}`, () => readPermissions(e.sessionId));
       if (
         view?.sessionId === e.sessionId &&
         (type === "turn.ended" || type === "plan.changed" || type === "session.changed")

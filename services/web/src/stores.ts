@@ -17,15 +17,30 @@ export interface SessionsContext {
   /** host.status's degraded sessions by id; null when the caller may not read host.status. */
   degraded: Record<string, { failures: number; since: string }> | null;
   loaded: boolean;
+  /** The last read stopped at the console's bound (list-reads.ts): only the newest sessions are listed. */
+  cut: boolean;
 }
 
-export const initialSessions: SessionsContext = { byId: {}, seqs: {}, degraded: null, loaded: false };
+export const initialSessions: SessionsContext = {
+  byId: {},
+  seqs: {},
+  degraded: null,
+  loaded: false,
+  cut: false,
+};
 
-/** A session.list re-read: the list replaces what was known (sessions no longer readable go). */
-export function sessionsListed(ctx: SessionsContext, sessions: readonly SessionView[]): SessionsContext {
+/**
+ * A session.list re-read (every page): the list replaces what was known (sessions no longer
+ * readable go); `cut`: the read stopped at the console's bound.
+ */
+export function sessionsListed(
+  ctx: SessionsContext,
+  sessions: readonly SessionView[],
+  cut = false,
+): SessionsContext {
   const byId: Record<string, SessionRow> = {};
   for (const s of sessions) byId[s.id] = mergeView(ctx.byId[s.id], s);
-  return { ...ctx, byId, loaded: true };
+  return { ...ctx, byId, loaded: true, cut };
 }
 
 /** A session.get (or session.create / session.configure) result. */
@@ -315,7 +330,7 @@ export function createAppStores() {
   const sessions = createStore({
     context: initialSessions,
     on: {
-      listed: (ctx, e: { sessions: SessionView[] }) => sessionsListed(ctx, e.sessions),
+      listed: (ctx, e: { sessions: SessionView[]; cut?: boolean }) => sessionsListed(ctx, e.sessions, e.cut),
       got: (ctx, e: { session: SessionView }) => sessionGot(ctx, e.session),
       event: (ctx, e: { event: SessionEvent }) => sessionEvent(ctx, e.event),
       degraded: (ctx, e: { list: Array<{ sessionId: string; failures: number; since: string }> | null }) =>

@@ -32,6 +32,8 @@ export function eventGist(e: SessionEvent): string {
       return `${s(b.tool)} (${s(b.risk)})`;
     case "permission.resolved":
       return `${s(b.tool)} ${s(b.decision)}`;
+    case "approvers.added":
+      return `${Array.isArray(b.approvers) ? b.approvers.map(s).join(", ") : ""} by ${s(b.addedBy)}`;
     default:
       return "";
   }

@@ -18,12 +18,14 @@ const PERMISSION_LABELS: Record<string, string> = {
 export function createSessionsList(ctx: ViewContext, onOpen: (sessionId: string) => void) {
   const list = h("ul", { class: "session-list" });
   const empty = h("p", { class: "muted" }, "No sessions yet.");
+  const cut = h("p", { class: "muted", hidden: true });
   const form = createSessionForm(ctx, onOpen);
   const el = h(
     "section",
     { class: "sessions", "aria-labelledby": "sessions-heading" },
     h("h2", { id: "sessions-heading" }, "Sessions"),
     empty,
+    cut,
     list,
     form.el,
   );
@@ -34,6 +36,8 @@ export function createSessionsList(ctx: ViewContext, onOpen: (sessionId: string)
     const plans = Object.values(ctx.stores.plans.getSnapshot().context.byId);
     const rows = Object.values(snap.byId).sort((a, b) => b.createdAt.localeCompare(a.createdAt));
     empty.hidden = rows.length > 0;
+    cut.hidden = !snap.cut;
+    if (snap.cut) setText(cut, `Showing the newest ${rows.length} sessions: older ones are not loaded.`);
     reconcile(
       list,
       rows,
