@@ -1,7 +1,7 @@
-// The host as a NATS citizen: discoverable as the micro service `pi-host`, events kept in its
-// JetStream stream for clients that reconnect, development mode explicit, production without NATS
-// credentials refused at start.
-import { jetstreamManager } from "@nats-io/jetstream";
+// The host as a NATS citizen: discoverable as the micro service `pi-host`, events kept in Postgres
+// only (no JetStream stream: clients catch up with events.since), development mode explicit,
+// production without NATS credentials refused at start.
+import { jetstream, jetstreamManager } from "@nats-io/jetstream";
 import { Svcm } from "@nats-io/services";
 import { describe, expect, it } from "vitest";
 import type { ProjectView, SessionView } from "../services/protocol/schemas.ts";
@@ -39,7 +39,7 @@ describe("host service", () => {
     expect(pings).toHaveLength(1);
   });
 
-  it("keeps session events in its JetStream stream", async () => {
+  it("keeps session events in Postgres only: no JetStream stream, owner and approver get each one live", async () => {
     const alice = stack.rpc("alice");
     const ws = stack.newWorkspace("svc");
     const project = await alice.call<ProjectView>("projects.create", { name: "svc", workspaceRoot: ws });
@@ -49,30 +49,36 @@ describe("host service", () => {
       mode: "plan",
       approvers: ["bob"],
     });
+    const live = ["alice", "bob"].map((p) => stack.events(session.id, p));
     await alice.call("session.prompt", { sessionId: session.id, text: "hello" });
-    const jsm = await jetstreamManager(stack.nc);
-    const streamName = eventStreamName(stack.env.prefix);
-    // The owner and the approver each get their copy of the event.
-    for (const principal of ["alice", "bob"]) {
-      const msg = await eventually(() =>
-        jsm.streams.getMessage(streamName, {
-          last_by_subj: `${stack.env.prefix}.evt.${principal}.${session.id}.turn.started`,
-        }),
-      );
-      expect(msg.json<{ type: string; sessionId: string }>()).toMatchObject({
-        type: "turn.started",
-        sessionId: session.id,
-      });
+    // The owner and the approver each get their copy of the event, live and from the rows.
+    for (const [i, principal] of ["alice", "bob"].entries()) {
+      await live[i]!.waitFor((e) => e.type === "turn.started");
+      const page = await stack
+        .rpc(principal)
+        .call<{ events: Array<{ type: string }> }>("events.since", { sessionId: session.id });
+      expect(page.events.map((e) => e.type)).toContain("turn.started");
     }
+    const jsm = await jetstreamManager(stack.nc);
+    const names: string[] = [];
+    for await (const n of jsm.streams.names()) names.push(n);
+    expect(names).not.toContain(eventStreamName(stack.env.prefix));
   });
 
   it("even in development mode (no NATS permissions) answers no reply subject that is not an inbox", async () => {
     // The attack of issue #11 with nothing but the host's own rule in the way: host.hello with the
     // reply subject of a stream purge, of another person's event and of a worker's cancel.
+    // A stream of an operator's on this NATS, the purge's target.
     const jsm = await jetstreamManager(stack.nc);
-    const streamName = eventStreamName(stack.env.prefix);
-    await eventually(async () => (await jsm.streams.info(streamName)).state.messages > 0);
+    const streamName = `${eventStreamName(stack.env.prefix)}_VICTIM`;
+    await jsm.streams.add({
+      name: streamName,
+      subjects: [`${stack.env.prefix}.victim.>`],
+      max_bytes: 1 << 20,
+    });
+    await jetstream(stack.nc).publish(`${stack.env.prefix}.victim.x`, new Uint8Array([1]));
     const before = (await jsm.streams.info(streamName)).state.messages;
+    expect(before).toBe(1);
     const forged: string[] = [];
     const tap = stack.nc.subscribe(`${stack.env.prefix}.evt.bob.>`, {
       callback: (_e, m) => {
@@ -101,6 +107,7 @@ describe("host service", () => {
     } finally {
       tap.unsubscribe();
       cancels.unsubscribe();
+      await jsm.streams.delete(streamName).catch(() => {});
     }
     await eventually(async () => {
       const r = await stack.db.pool.query(

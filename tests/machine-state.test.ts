@@ -1,6 +1,7 @@
 // The session actor's state as the host tells it (docs/protocol.md "Events", SessionView): every new
-// state value is a `machine.state` event (stored, with seq and cursor) for the owner and approvers
-// only, `session.get`/`session.list` carry the live value, and "passivated" once the actor is gone.
+// state value is a `machine.state` event for the owner and approvers only (stored with seq and
+// cursor when it rests there, live only while an I/O step runs), `session.get`/`session.list` carry
+// the live value, and "passivated" once the actor is gone.
 import { writeFileSync } from "node:fs";
 import path from "node:path";
 import type { Msg } from "@nats-io/nats-core";
@@ -124,16 +125,29 @@ describe("machine.state", () => {
       const afterPassivation = await alice.call<{ sessions: SessionView[] }>("session.list", {});
       expect(afterPassivation.sessions.find((s) => s.id === session.id)?.machineState).toBe("passivated");
 
-      // Each is a stored event like every other: seq and cursor, and events.since returns them.
+      // A resting state is a stored event like every other (seq and cursor, events.since returns it);
+      // a state the actor leaves when its I/O step ends (loading, prompting, claiming, ...) is
+      // published live only: marked `live`, with no seq or cursor, and never stored.
       const stored = await alice.call<{ events: SessionEvent[] }>("events.since", {
         sessionId: session.id,
         limit: 500,
       });
       const storedStates = stored.events.filter((e) => e.type === "machine.state");
-      expect(storedStates.map((e) => (e as SessionEvent<"machine.state">).state)).toEqual(statesOf(events));
+      const liveMachine = events.all.filter((e) => e.type === "machine.state");
+      const liveOnly = liveMachine.filter((e) => (e as { live?: boolean }).live === true);
+      expect(liveOnly.map((e) => (e as SessionEvent<"machine.state">).state)).toEqual(
+        expect.arrayContaining(["loading", "prompting", "claiming", "submitting", "resolving", "ending"]),
+      );
+      for (const e of liveOnly) expect([e.seq, e.cursor]).toEqual([undefined, undefined]);
+      expect(storedStates.map((e) => (e as SessionEvent<"machine.state">).state)).toEqual(
+        liveMachine
+          .filter((e) => !liveOnly.includes(e))
+          .map((e) => (e as SessionEvent<"machine.state">).state),
+      );
+      expect(storedStates.map((e) => (e as SessionEvent<"machine.state">).state)).not.toContain("loading");
       for (const e of storedStates) {
         expect(Number.isInteger(e.seq)).toBe(true);
-        expect(Number.isInteger(e.cursor)).toBe(true);
+        expect(e.cursor).toMatch(/^[0-9a-f]{32}$/);
       }
 
       // The approver got the same values; bob (neither owner nor approver) none of this session's events.
@@ -198,7 +212,7 @@ describe("machine.state", () => {
       sessionId: "ses_1",
       at: new Date(0).toISOString(),
       seq: 1,
-      cursor: 1,
+      cursor: "0".repeat(32),
       state: "running",
     };
     expect(formatEvent(e)).toEqual([]);

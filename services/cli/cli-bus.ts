@@ -34,19 +34,21 @@ const decoder = new TextDecoder();
 /** Events per `events.since` page while catching up. */
 const CATCH_UP_LIMIT = 500;
 
-type SincePage = { events: Array<Record<string, unknown>>; next: number; more: boolean };
+type SincePage = { events: Array<Record<string, unknown>>; next: string; more: boolean };
+/** Where `events.since` continues: 0 (the oldest kept), "now", or a page's `next`. */
+type SinceAfter = 0 | "now" | string;
 
 /**
- * Events (and live deltas) of one session or all: subscribed first; after every reconnect, what was
- * published meanwhile is fetched with `events.since` after the last cursor seen, and duplicates are
- * dropped by `seq` (session-feed.ts). Events are hints: the commands re-read state when they need it.
+ * Events (and live deltas) of one session or all: subscribed first, then a position read
+ * (`events.since` "now"); after every reconnect, what was published meanwhile is fetched with
+ * `events.since` from the last page position, and duplicates are dropped by `seq` (session-feed.ts). Events are hints: the commands re-read state when they need it.
  */
 function feedSubscription(
   nc: NatsConnection,
   config: CliConfig,
   sessionId: string | null,
-  since: (after: number) => Promise<SincePage>,
-): EventSubscription {
+  since: (after: SinceAfter) => Promise<SincePage>,
+): EventSubscription & { start(): Promise<void> } {
   const feed = createSessionFeed();
   let wake: (() => void) | null = null;
   let closed = false;
@@ -72,7 +74,8 @@ function feedSubscription(
     nc.subscribe(liveSubject(config.prefix, config.principal, scope), { callback: onMessage }),
   ];
   async function catchUp(): Promise<void> {
-    let after = feed.beginCatchUp();
+    // No position read yet (the first read failed): from the oldest kept, deduplicated by seq.
+    let after: SinceAfter = feed.beginCatchUp() ?? 0;
     try {
       for (;;) {
         const page = await since(after);
@@ -80,6 +83,7 @@ function feedSubscription(
           page.events
             .map((body) => storedSessionEvent(sessionId, body))
             .filter((e): e is SessionEvent => e !== null),
+          page.next,
         );
         after = page.next;
         if (!page.more) break;
@@ -99,6 +103,14 @@ function feedSubscription(
     }
   })();
   return {
+    /** The position to catch up from later: read once, right after subscribing. */
+    async start() {
+      try {
+        feed.startAt((await since("now")).next);
+      } catch {
+        // Not known: a catch-up then reads from the oldest event kept.
+      }
+    },
     async next(deadline) {
       for (;;) {
         const e = feed.take();
@@ -164,6 +176,7 @@ export async function connectBus(config: CliConfig & { requestId?: string }): Pr
         }),
       );
       await nc.flush();
+      await sub.start();
       return sub;
     },
     async close() {

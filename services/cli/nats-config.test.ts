@@ -109,7 +109,6 @@ describe("the permissions of each role", () => {
           "tp.agent.rollcall",
           "tp.agent.cancel.>",
           "tp.plugin.>",
-          "$JS.API.>",
           "tp.host.>",
         ],
       },

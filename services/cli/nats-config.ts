@@ -376,7 +376,6 @@ export function natsUsers(team: Team): NatsUser[] {
           agent("rollcall"),
           `${P}.agent.cancel.>`,
           `${P}.plugin.>`,
-          "$JS.API.>",
           // Host to host (forwarded requests and their answers, docs/protocol.md "Several hosts"): hosts only.
           hostWildcard(P),
         ],
@@ -448,7 +447,7 @@ const qList = (xs: string[]) => `[${xs.map(q).join(", ")}]`;
 const listenValue = (l: string) => (/^\d+$/.test(l) ? l : q(l));
 
 const ROLE_NOTE: Record<NatsRole, string> = {
-  host: "host: publishes events, offers, cancels, plugin calls, JetStream API calls, host-to-host forwarding",
+  host: "host: publishes events, offers, cancels, plugin calls, host-to-host forwarding",
   "host-rpc": "host rpc: serves requests, replies only into people's and workers' inboxes",
   worker: "worker",
   plugin: "plugin",
@@ -472,7 +471,7 @@ function header(team: Team): string[] {
     `# - plugin user with id I: subscribe ${P}.plugin.I.>; publishes nothing but one reply to each`,
     "#   request it received (allow_responses, within nats-server's default 2 minutes).",
     `# - host H: publish ${P}.evt.>, ${P}.live.>, ${P}.agent.offer, ${P}.agent.rollcall, ${P}.agent.cancel.>,`,
-    `#   ${P}.plugin.>, $JS.API.>, ${P}.host.> (host to host);`,
+    `#   ${P}.plugin.>, ${P}.host.> (host to host); no JetStream: events are kept in Postgres;`,
     `#   subscribe _INBOX_H.>, ${P}.host.>.`,
     `# - host rpc user H-rpc: subscribe ${P}.rpc.>, ${P}.agent.host.H.>, ${P}.agent.hello, ${P}.agent.goodbye.*,`,
     "#   $SRV.>; publish only _INBOX_x.> of every person and worker x (no JetStream, no events, no",

@@ -4,7 +4,7 @@ import { readFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { DEFAULT_NATS_URL, positiveIntEnv, readBusEnv } from "../protocol/process-env.ts";
-import { eventStreamName, SUBJECT_TOKEN } from "../protocol/subjects.ts";
+import { SUBJECT_TOKEN } from "../protocol/subjects.ts";
 import {
   openAccess,
   ownFolderAccess,
@@ -29,9 +29,6 @@ export interface HostConfig {
   natsRpcPassword: string | undefined;
   devMode: boolean;
   prefix: string;
-  streamName: string;
-  /** Bound of the event stream; JetStream reserves it from the server's storage. */
-  streamMaxBytes: number;
   dataDir: string;
   workspaceRoots: string[];
   /**
@@ -125,8 +122,6 @@ export function readHostConfig(env: NodeJS.ProcessEnv = process.env): HostConfig
     natsRpcPassword: env.PI_NATS_RPC_PASSWORD || undefined,
     devMode,
     prefix,
-    streamName: env.PI_STREAM || eventStreamName(prefix),
-    streamMaxBytes: positiveIntEnv(env, "PI_STREAM_MAX_BYTES", 1024 * 1024 * 1024),
     dataDir,
     workspaceRoots: roots,
     workspaceAccess: readWorkspaceAccess(env, roots, devMode),

@@ -18,7 +18,7 @@ import { createEventStore } from "./store/event-store.ts";
 import { createClientApi } from "./bus/client-api.ts";
 import { createClock } from "./clock.ts";
 import { checkDatabase, createDb } from "./store/db.ts";
-import { createEventPublisher, ensureEventStream } from "./sessions/event-publisher.ts";
+import { createEventPublisher } from "./sessions/event-publisher.ts";
 import { readHostConfig } from "./host-config.ts";
 import { createDrainGate, startHostBus } from "./bus/host-bus.ts";
 import { migrateUp } from "./store/migrate.ts";
@@ -191,7 +191,6 @@ async function main(): Promise<void> {
     leasesOwned: () => countLeasesOwned(db, config.hostId),
   });
   metrics.fence();
-  await ensureEventStream(nc, config.prefix, config.streamName, config.streamMaxBytes);
 
   const sessions = createSessionStore({ db, clock });
   // Overlapping project roots (left by earlier versions) are reported, and refused at every tool call.
@@ -206,7 +205,14 @@ async function main(): Promise<void> {
 
   // Every event is stored with its per-session sequence before it is published (events.since).
   const eventStore = createEventStore({ db, clock });
-  const events = createEventPublisher({ nc, prefix: config.prefix, clock, store: eventStore, log });
+  const events = createEventPublisher({
+    nc,
+    prefix: config.prefix,
+    clock,
+    store: eventStore,
+    log,
+    hostId: config.hostId,
+  });
   const dispatcher = createTurnDispatcher({
     nc,
     prefix: config.prefix,
@@ -546,6 +552,7 @@ async function main(): Promise<void> {
   });
 
   await scheduler.start();
+  events.startPruning();
   await nc.flush();
   await rpcNc.flush();
   // Every worker says hello again (what it serves: models.list) now that this host listens.

@@ -109,8 +109,9 @@ export type SessionEvent<T extends EventType = EventType> = {
   /** The session's event sequence number: 1, 2, 3, ... per session, never repeated. */
   seq: number;
   /**
-   * The event's caller-wide cursor (`events.since`): after a disconnect a client asks for what came
-   * after the last cursor it saw of a session. Within one session cursors grow with `seq`.
+   * The event's caller-wide position (`events.since`): 32 hex digits that compare as strings in the
+   * store's order; within one session they grow with `seq`. A client resumes from a page's `next`,
+   * never from a live event's cursor (docs/protocol.md "Catching up").
    */
-  cursor: number;
+  cursor: string;
 } & EventBodies[T];

@@ -399,10 +399,18 @@ export type ArtifactContent = Static<typeof ArtifactContent>;
 
 // ---- events.since (docs/protocol.md "Events") ---------------------------------------------------
 
-/** `after` is the caller-wide cursor of the previous page's `next` (0 or absent: from the start). */
+/**
+ * A caller-wide event position: 32 lowercase hex digits, two halves of 16 that are each below 2^63
+ * (store/event-store.ts `cursorOf`).
+ */
+export const EventCursor = Type.String({ pattern: "^[0-7][0-9a-f]{15}[0-7][0-9a-f]{15}$" });
+/**
+ * `after` is the previous page's `next`; 0 or absent: from the oldest kept; `"now"`: no events, and
+ * `next` is a position from which nothing committed from now on is missed.
+ */
 export const EventsSinceParams = Type.Object(
   {
-    after: Type.Optional(Type.Integer({ minimum: 0, maximum: Number.MAX_SAFE_INTEGER })),
+    after: Type.Optional(Type.Union([Type.Literal(0), Type.Literal("now"), EventCursor])),
     sessionId: Type.Optional(Id),
     limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 500 })),
   },
@@ -416,6 +424,6 @@ export const StoredSessionEvent = Type.Object(
 );
 export const EventsPage = Type.Object({
   events: Type.Array(StoredSessionEvent),
-  next: Type.Integer({ minimum: 0 }),
+  next: Type.Union([Type.Literal("0"), EventCursor]),
   more: Type.Boolean(),
 });

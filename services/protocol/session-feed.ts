@@ -1,6 +1,7 @@
 // Session events as a follower sees them (docs/protocol.md "Catching up"): live events, and after a
-// reconnect the ones `events.since` returns after the last cursor seen, merged in `seq` order with
-// every duplicate dropped. One feed may carry many sessions (`pihost watch`): sequences are per
+// reconnect the ones `events.since` returns after the last page position read (never a live event's
+// cursor: an event may go out live before an earlier transaction's event commits), merged in `seq`
+// order with every duplicate dropped. One feed may carry many sessions (`pihost watch`): sequences are per
 // session, the cursor is the caller's. Live deltas (never stored, never numbered) pass straight on,
 // except during a catch-up, when the `message` events being fetched say the same. Pure; the CLI's
 // bus adapter and the web console feed it.
@@ -23,14 +24,18 @@ export function isDelta(item: FeedItem): item is LiveDelta {
 
 export function createSessionFeed() {
   const maxSeq = new Map<string, number>();
-  let lastCursor = 0;
+  /** Where `events.since` continues: the last page's `next` (or a `now` read's); null: none yet. */
+  let position: string | null = null;
   let catchingUp = false;
   let held: SessionEvent[] = [];
   const ready: FeedItem[] = [];
 
-  // Across sessions the cursor orders events; within one, the sequence does (they agree).
-  const order = (a: SessionEvent, b: SessionEvent) =>
-    (a.cursor ?? 0) - (b.cursor ?? 0) || (a.seq ?? 0) - (b.seq ?? 0);
+  // Across sessions the cursor orders events (its strings compare as the store orders them);
+  // within one, the sequence does (they agree).
+  const order = (a: SessionEvent, b: SessionEvent) => {
+    const [x, y] = [String(a.cursor ?? ""), String(b.cursor ?? "")];
+    return x < y ? -1 : x > y ? 1 : (a.seq ?? 0) - (b.seq ?? 0);
+  };
 
   function accept(e: SessionEvent): void {
     // An event without a sequence (an older host) cannot be de-duplicated: passed on as it is.
@@ -38,7 +43,6 @@ export function createSessionFeed() {
       if (e.seq <= (maxSeq.get(e.sessionId) ?? 0)) return;
       maxSeq.set(e.sessionId, e.seq);
     }
-    if (typeof e.cursor === "number" && e.cursor > lastCursor) lastCursor = e.cursor;
     ready.push(e);
   }
 
@@ -52,14 +56,22 @@ export function createSessionFeed() {
     delta(d: LiveDelta): void {
       if (!catchingUp) ready.push(d);
     },
-    /** Starts a catch-up; returns the cursor to ask `events.since` after (0: nothing seen yet). */
-    beginCatchUp(): number {
-      catchingUp = true;
-      return lastCursor;
+    /**
+     * Where a catch-up starts: a `now` read made right after subscribing (docs/protocol.md
+     * "Catching up"); every later page moves it on.
+     */
+    startAt(next: string): void {
+      if (position === null || next > position) position = next;
     },
-    /** A page of the catch-up, oldest first. */
-    fetched(events: readonly SessionEvent[]): void {
+    /** Starts a catch-up; returns the position to ask `events.since` after (null: none known yet). */
+    beginCatchUp(): string | null {
+      catchingUp = true;
+      return position;
+    },
+    /** A page of the catch-up, oldest first, and its `next`: where the following page starts. */
+    fetched(events: readonly SessionEvent[], next?: string): void {
       for (const e of [...events].sort(order)) accept(e);
+      if (next !== undefined && (position === null || next > position)) position = next;
     },
     /** Ends the catch-up (done or failed): the held live events follow, each once. */
     endCatchUp(): void {

@@ -17,6 +17,9 @@ export const PROJECT_MEMBERS = "1700000000010_project-members";
 export const SESSION_EVENTS = "1700000000011_session-events";
 export const TOOL_CALL_STARTS = "1700000000012_tool-call-starts";
 export const HOST_OWNERSHIP = "1700000000013_host-ownership";
+export const LEASE_OLD_ROW = "1700000000014_lease-old-row";
+export const RUN_HISTORY_DELETE = "1700000000015_run-history-delete";
+export const EVENT_CURSOR_BY_TX = "1700000000016_event-cursor-by-transaction";
 export const ALL = [
   LEGACY,
   PLAN_MODE,
@@ -31,6 +34,9 @@ export const ALL = [
   SESSION_EVENTS,
   TOOL_CALL_STARTS,
   HOST_OWNERSHIP,
+  LEASE_OLD_ROW,
+  RUN_HISTORY_DELETE,
+  EVENT_CURSOR_BY_TX,
 ];
 /** Every migration after the legacy layout, in order. */
 export const AFTER_LEGACY = ALL.slice(1);

@@ -156,8 +156,6 @@ export function hostEnv(s: StackEnv): Record<string, string> {
     PI_DATA_DIR: s.dataDir,
     PI_WORKSPACE_ROOTS: s.workspaceRoots.join(":"),
     PI_TEST_HOOKS: "1",
-    // Every test stack has its own stream on the shared NATS: keep its reservation small.
-    PI_STREAM_MAX_BYTES: String(8 * 1024 * 1024),
     // Test workspaces are made by root (this process): let the host grant the sandbox user access
     // through ACLs at projects.create, as `npm start` does (tests of the refusal turn it off).
     PI_SANDBOX_GRANT_ACL: "1",

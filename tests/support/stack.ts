@@ -3,7 +3,6 @@
 import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { jetstreamManager } from "@nats-io/jetstream";
 import type { NatsConnection, Subscription } from "@nats-io/nats-core";
 import { decodeJson, encodeJson, unwrapReply } from "../../services/protocol/envelope.ts";
 import type { SessionEvent } from "../../services/protocol/events.ts";
@@ -180,10 +179,6 @@ export async function createStack(label: string): Promise<Stack> {
     async close() {
       await stack.release();
       await reapAll();
-      // The host's event stream outlives it on the shared NATS server: remove it.
-      await jetstreamManager(nc)
-        .then((jsm) => jsm.streams.delete(`${env.prefix.toUpperCase().replace(/-/g, "_")}_EVENTS`))
-        .catch(() => {});
       await nc.close();
       await db.drop();
       rmSync(dir, { recursive: true, force: true });

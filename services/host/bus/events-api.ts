@@ -38,22 +38,24 @@ export function createEventsApi(deps: {
 
 /**
  * The handlers, each replying only after the events it raised are stored and published: a caller
- * that gets a reply has been sent its events first (on the host's one connection, in that order),
- * as before events were stored. Wraps the client and the agent handler maps alike.
+ * that gets a reply has been sent its events first, never waiting for another session's. Wraps the
+ * client and the agent handler maps alike.
  */
 export function afterEvents<H extends (...args: never[]) => Promise<unknown>>(
-  events: Pick<EventPublisher, "flush">,
+  events: Pick<EventPublisher, "flush" | "scoped">,
   handlers: Record<string, H>,
 ): Record<string, H> {
   const wrapped: Record<string, H> = {};
   for (const [name, handler] of Object.entries(handlers)) {
-    wrapped[name] = (async (...args: Parameters<H>) => {
-      try {
-        return await handler(...args);
-      } finally {
-        await events.flush();
-      }
-    }) as H;
+    // Each request in its own scope: its reply waits for the sessions it raised events in, only.
+    wrapped[name] = ((...args: Parameters<H>) =>
+      events.scoped(async () => {
+        try {
+          return await handler(...args);
+        } finally {
+          await events.flush();
+        }
+      })) as H;
   }
   return wrapped;
 }

@@ -1,23 +1,23 @@
-// Session events: each is first a row (its session's next `seq` and a caller-wide cursor,
+// Session events: each is first a row (its session's next `seq` and a caller-wide position,
 // store/event-store.ts), then published to `<prefix>.evt.<principal>.<sessionId>.<type>` for the owner
 // and every approver. One session's events are written and published in the order they were raised.
-// The JetStream stream (ensured at start) still keeps them for clients that have not moved to
-// `events.since` (docs/protocol.md "Events").
+// Postgres is their one store: NATS carries them live (docs/architecture.md "Events"). A state the
+// session actor only passes through (machine-state.ts) is published live and not stored.
+import { AsyncLocalStorage } from "node:async_hooks";
 import type { NatsConnection } from "@nats-io/nats-core";
-import { jetstreamManager } from "@nats-io/jetstream";
 import { encodeJson } from "../../protocol/envelope.ts";
 import type { EventBodies, EventType } from "../../protocol/events.ts";
 import { errorFields, type Logger } from "../../protocol/log.ts";
-import { eventSubject, eventWildcard } from "../../protocol/subjects.ts";
-import type { Clock } from "../clock.ts";
-import { type EventStore, storedBody } from "../store/event-store.ts";
+import { eventSubject } from "../../protocol/subjects.ts";
+import type { Clock, TimerHandle } from "../clock.ts";
+import { type AppendedEvent, type EventStore, storedBody } from "../store/event-store.ts";
 
 /** Room kept under max_payload for an event's subject and protocol line. */
 const EVENT_SLACK_BYTES = 16 * 1024;
 /** Longest wait for the server's PONG before a reply goes anyway (a server that is gone gets neither). */
 const FLUSH_WAIT_MS = 2_000;
-/** Events older than the store's bound are pruned once every this many written events (and at the first). */
-const PRUNE_AGE_EVERY = 1_000;
+/** How often the pruner removes old events (by age, and beyond each own session's count bound). */
+export const PRUNE_EVERY_MS = 60_000;
 
 export interface Audience {
   sessionId: string;
@@ -25,27 +25,18 @@ export interface Audience {
   approvers: string[];
 }
 
-export async function ensureEventStream(
-  nc: NatsConnection,
-  prefix: string,
-  streamName: string,
-  maxBytes: number,
-): Promise<void> {
-  const jsm = await jetstreamManager(nc);
-  const config = {
-    name: streamName,
-    subjects: [eventWildcard(prefix)],
-    max_age: 7 * 24 * 3600 * 1_000_000_000,
-    max_msgs: 1_000_000,
-    max_bytes: maxBytes,
-  };
-  try {
-    await jsm.streams.info(streamName);
-    await jsm.streams.update(streamName, config);
-  } catch {
-    await jsm.streams.add(config);
-  }
+/** The sessions a request raised events in (AsyncLocalStorage), so its reply waits for those only. */
+interface Scope {
+  sessions: Set<string>;
+  /** The publish count when this request last published, 0: it published nothing. */
+  published: number;
 }
+
+/**
+ * The row writer of one event: the store's own append, or a bigger statement that appends the event
+ * with the rows it belongs to (the tool call's record: sessions/tool-pipeline.ts).
+ */
+export type EventWrite = () => Promise<AppendedEvent>;
 
 export function createEventPublisher({
   nc,
@@ -53,87 +44,193 @@ export function createEventPublisher({
   clock,
   store,
   log,
+  hostId,
 }: {
   nc: NatsConnection;
   prefix: string;
   clock: Clock;
-  store: Pick<EventStore, "append" | "pruneByAge">;
+  store: Pick<EventStore, "append" | "pruneByAge" | "pruneByCount">;
   log: Logger;
+  /** This host (the count bound is kept for the sessions it owns). */
+  hostId?: string;
 }) {
   /** The largest event the server takes, with room for the subject and headers. */
   const maxEventBytes = () => (nc.info?.max_payload ?? 1024 * 1024) - EVENT_SLACK_BYTES;
   /** The last write of each session with one under way: the next one of that session waits for it. */
   const tails = new Map<string, Promise<void>>();
-  let written = 0;
-  /** Published since the last round trip to the server began; that round trip. */
-  let unflushed = false;
-  let roundTrip: Promise<void> = Promise.resolve();
+  const scopes = new AsyncLocalStorage<Scope>();
+  /** Events published so far, and the round trip to the server started after the latest of them. */
+  let publishedCount = 0;
+  let roundTrip: { after: number; done: Promise<void> } = { after: 0, done: Promise.resolve() };
 
-  async function writeAndPublish(to: Audience, type: EventType, body: Record<string, unknown>, at: Date) {
-    let seq: number;
-    let cursor: number;
-    let approvers: readonly string[];
-    try {
-      ({ seq, cursor, approvers } = await store.append(to.sessionId, type, body, at));
-    } catch (err) {
-      // Events are hints: one that could not be stored (fenced writer, database gone) is not sent,
-      // so every event a client sees can be fetched again by its cursor.
-      log.error("host.event_not_stored", { sessionId: to.sessionId, type, ...errorFields(err) });
-      return;
-    }
-    // The envelope fields last: no body field overrides them. An event the server would refuse
-    // goes out in its stored form (short fields and `truncated`, event-store.ts).
-    const envelope = { type, sessionId: to.sessionId, at: at.toISOString(), seq, cursor };
+  function send(
+    to: Audience,
+    type: EventType,
+    body: Record<string, unknown>,
+    envelope: object,
+    approvers: readonly string[],
+  ) {
     let data = encodeJson({ ...body, ...envelope });
+    // An event the server would refuse goes out in its stored form (short fields and `truncated`).
     if (data.byteLength > maxEventBytes())
       data = encodeJson({ ...JSON.parse(storedBody(body).json), ...envelope });
-    // The approvers as the store read them with the event (members now), not as the caller cached them.
     for (const principal of new Set([to.owner, ...approvers])) {
       if (!principal) continue;
       try {
         nc.publish(eventSubject(prefix, principal, to.sessionId, type), data);
       } catch (err) {
-        // Stored already: the client fetches it with events.since.
-        log.error("host.event_publish_failed", { sessionId: to.sessionId, type, seq, ...errorFields(err) });
+        // Stored already (or live only): the client fetches it with events.since or re-reads.
+        log.error("host.event_publish_failed", { sessionId: to.sessionId, type, ...errorFields(err) });
       }
     }
-    unflushed = true;
-    if (written++ % PRUNE_AGE_EVERY === 0) {
-      void store
-        .pruneByAge()
-        .then((removed) => log.info("host.events_pruned", { removed }))
-        .catch((err) => log.warn("host.events_prune_failed", errorFields(err)));
-    }
+    publishedCount += 1;
+    const scope = scopes.getStore();
+    if (scope) scope.published = publishedCount;
   }
+
+  async function writeAndPublish(
+    to: Audience,
+    type: EventType,
+    body: Record<string, unknown>,
+    at: Date,
+    write: EventWrite,
+  ): Promise<void> {
+    let stored: AppendedEvent;
+    try {
+      stored = await write();
+    } catch (err) {
+      // Events are hints: one that could not be stored (fenced writer, database gone) is not sent,
+      // so every event a client sees can be fetched again by its cursor.
+      log.error("host.event_not_stored", { sessionId: to.sessionId, type, ...errorFields(err) });
+      throw err;
+    }
+    // The envelope fields last: no body field overrides them. The approvers as the store read them
+    // with the event (members now), not as the caller cached them.
+    const envelope = {
+      type,
+      sessionId: to.sessionId,
+      at: at.toISOString(),
+      seq: stored.seq,
+      cursor: stored.cursor,
+    };
+    send(to, type, body, envelope, stored.approvers);
+  }
+
+  /** Runs `work` after the session's earlier events, as its next one; the reply scope learns of it. */
+  function enqueue(sessionId: string, work: () => Promise<void>): Promise<void> {
+    const previous = tails.get(sessionId) ?? Promise.resolve();
+    const tail = previous.then(work);
+    const settled = tail.catch(() => {});
+    tails.set(sessionId, settled);
+    void settled.finally(() => {
+      if (tails.get(sessionId) === settled) tails.delete(sessionId);
+    });
+    scopes.getStore()?.sessions.add(sessionId);
+    return tail;
+  }
+
+  let pruner: TimerHandle | null = null;
+  const prune = async () => {
+    try {
+      const byAge = await store.pruneByAge();
+      const byCount = hostId ? await store.pruneByCount(hostId) : 0;
+      if (byAge + byCount > 0) log.info("host.events_pruned", { byAge, byCount });
+    } catch (err) {
+      log.warn("host.events_prune_failed", errorFields(err));
+    }
+  };
 
   return {
     /** Raises an event: stored, then published, after the session's earlier events; never throws. */
     publish<T extends EventType>(to: Audience, type: T, body: EventBodies[T]): void {
       const at = clock.date();
-      const previous = tails.get(to.sessionId) ?? Promise.resolve();
-      const tail = previous.then(() => writeAndPublish(to, type, body as Record<string, unknown>, at));
-      tails.set(to.sessionId, tail);
-      void tail.finally(() => {
-        if (tails.get(to.sessionId) === tail) tails.delete(to.sessionId);
-      });
+      const b = body as Record<string, unknown>;
+      void enqueue(to.sessionId, () =>
+        writeAndPublish(to, type, b, at, () => store.append(to.sessionId, type, b, at)),
+      ).catch(() => {});
     },
+
     /**
-     * Resolves when every event raised before this call is stored and published (or logged as not
-     * stored) and has reached the server; events raised meanwhile are not waited for, so a busy
-     * host never keeps it waiting.
+     * Raises an event whose row `write` appends together with other rows in one statement (it must
+     * append exactly this event: event-store.ts `appendEventCtes`); resolves with what it wrote once
+     * published, rejects when the statement failed (nothing published).
+     */
+    publishWith<T extends EventType, R>(
+      to: Audience,
+      type: T,
+      body: EventBodies[T],
+      write: (at: Date) => Promise<{ event: AppendedEvent; value: R }>,
+    ): Promise<R> {
+      const at = clock.date();
+      let value: R;
+      return enqueue(to.sessionId, () =>
+        writeAndPublish(to, type, body as Record<string, unknown>, at, async () => {
+          const r = await write(at);
+          value = r.value;
+          return r.event;
+        }),
+      ).then(() => value);
+    },
+
+    /**
+     * Publishes live only, after the session's earlier events, with no row and no sequence number:
+     * a state the actor leaves within the step that entered it (docs/protocol.md "Events").
+     */
+    publishLive<T extends EventType>(to: Audience, type: T, body: EventBodies[T]): void {
+      const at = clock.date();
+      void enqueue(to.sessionId, async () =>
+        send(
+          to,
+          type,
+          body as Record<string, unknown>,
+          { type, sessionId: to.sessionId, at: at.toISOString(), live: true },
+          to.approvers,
+        ),
+      );
+    },
+
+    /** Runs one request's work so that `flush` inside it waits only for the sessions it raised events in. */
+    scoped<T>(work: () => Promise<T>): Promise<T> {
+      return scopes.run({ sessions: new Set(), published: 0 }, work);
+    },
+
+    /**
+     * Resolves when the events of the sessions this request raised events in (every session, outside
+     * a request's scope) are stored and published and have reached the server. Other sessions'
+     * events are not waited for, so one busy session never delays another's reply.
      */
     async flush(): Promise<void> {
-      await Promise.all([...tails.values()]);
+      const scope = scopes.getStore();
+      if (scope) await Promise.all([...scope.sessions].map((s) => tails.get(s)));
+      else await Promise.all([...tails.values()]);
+      const published = scope ? scope.published : publishedCount;
+      if (published === 0) return;
       // Replies leave on the host's serving connection, events on this one: a round trip here
-      // (PING/PONG) means the server has routed every event before the reply is even sent.
-      if (unflushed) {
-        unflushed = false;
-        roundTrip = Promise.race([
-          nc.flush().catch(() => {}),
-          new Promise<void>((resolve) => setTimeout(resolve, FLUSH_WAIT_MS).unref()),
-        ]);
+      // (PING/PONG) started after the request's last publish means the server has routed its events.
+      if (roundTrip.after < published) {
+        roundTrip = {
+          after: publishedCount,
+          done: Promise.race([
+            nc.flush().catch(() => {}),
+            new Promise<void>((resolve) => setTimeout(resolve, FLUSH_WAIT_MS).unref()),
+          ]),
+        };
       }
-      await roundTrip;
+      await roundTrip.done;
+    },
+
+    /** Starts the pruner (old events, and each own session's beyond its count bound): off every request. */
+    startPruning(): void {
+      if (pruner) return;
+      const tick = () => {
+        pruner = clock.setTimeout(() => void prune().finally(tick), PRUNE_EVERY_MS);
+      };
+      void prune();
+      tick();
+    },
+    stopPruning(): void {
+      if (pruner) clock.clearTimeout(pruner);
+      pruner = null;
     },
   };
 }

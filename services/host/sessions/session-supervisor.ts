@@ -10,7 +10,7 @@ import { appendAudit } from "../store/audit-log.ts";
 import { isLeaseLost } from "../store/db.ts";
 import { leaseOf } from "../store/session-leases.ts";
 import type { FaultInjector } from "./fault-injector.ts";
-import { PASSIVATED, stateValueString } from "./machine-state.ts";
+import { isStepState, PASSIVATED, stateValueString } from "./machine-state.ts";
 import { createSessionActors, type SessionActorDeps } from "./session-actors.ts";
 import { type HostSessionMachine, provideSessionMachine } from "./session-machine.ts";
 
@@ -152,7 +152,8 @@ export function createSessionSupervisor(deps: SupervisorDeps) {
     const to = steps.audience(sessionId);
     if (!to.owner) return;
     for (const value of e.held.splice(0)) {
-      events.publish(to, "machine.state", { state: value });
+      if (isStepState(value)) events.publishLive(to, "machine.state", { state: value });
+      else events.publish(to, "machine.state", { state: value });
       e.published = value;
     }
   }

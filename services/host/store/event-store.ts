@@ -1,8 +1,10 @@
-// Rows of session events (migration 11): each event gets its session's next sequence number and a
-// caller-wide cursor in one transaction; `events.since` pages read them back for one principal.
-// What is published live is the same body; this module owns only the rows.
+// Rows of session events (migrations 11, 16): each event gets its session's next sequence number,
+// and a caller-wide position made of the id of the transaction that wrote it and a position within
+// it; `events.since` pages read them back for one principal, only below the visibility horizon,
+// so positions appear in commit order without any lock shared by writers (docs/architecture.md
+// "Events"). What is published live is the same body; this module owns only the rows.
 import type { Clock } from "../clock.ts";
-import { type Db, withTransaction } from "./db.ts";
+import type { Db } from "./db.ts";
 import { memberApproversSql, ownsOrApprovesSql } from "./project-members.ts";
 
 /** Stored body bound: a bigger event keeps its short fields and `truncated: true` (docs/protocol.md). */
@@ -17,15 +19,83 @@ export const EVENT_KEEP_PER_SESSION = 5_000;
 export const EVENT_KEEP_MS = 7 * 24 * 3600_000;
 /** A string field longer than this is dropped from a truncated stored body. */
 const TRUNCATED_KEEP_CHARS = 1024;
-/** Class id of the advisory lock that orders cursors by commit (any other class id is unrelated). */
-const CURSOR_LOCK = [1885956212, 1] as const;
-/** The per-session count bound is applied every this many sequence numbers. */
-const PRUNE_EVERY_SEQ = 100;
+
+/**
+ * An event's caller-wide position on the wire: 32 lowercase hex digits, the writing transaction's id
+ * (16) then the position within it (16), so comparing two cursors as strings orders them as the
+ * store does. `CURSOR_START` (or 0) reads from the oldest event kept.
+ */
+export type EventCursor = string;
+export const CURSOR_START = "0";
+
+/** The cursor of a row: its transaction id (xid8 as decimal text) and its position. */
+export function cursorOf(tx: string, position: string | number): EventCursor {
+  const hex = (v: bigint) => v.toString(16).padStart(16, "0");
+  return hex(BigInt(tx)) + hex(BigInt(position));
+}
+
+/** The (transaction, position) a cursor names, as decimal text for the query; the start is (0, 0). */
+function positionOf(cursor: EventCursor | 0): [string, string] {
+  if (cursor === 0 || cursor === CURSOR_START) return ["0", "0"];
+  return [BigInt(`0x${cursor.slice(0, 16)}`).toString(), BigInt(`0x${cursor.slice(16)}`).toString()];
+}
 
 export interface EventPage {
   events: Array<Record<string, unknown>>;
-  next: number;
+  next: EventCursor;
   more: boolean;
+}
+
+/**
+ * The common table expressions that append one event inside a bigger statement (the tool call's
+ * record writes its `tool.result` this way): `$p, $p+1, ...` are session id, type, stored body (json
+ * text), its bytes and the time; `ev_<tag>` returns `seq`, `cursor` and `tx` (text) of the row. The
+ * session's counter row is the only row it locks: sessions never wait for each other.
+ */
+export function appendEventCtes(first: number, tag = "e"): string {
+  const [sid, type, body, bytes, at] = [0, 1, 2, 3, 4].map((i) => `$${first + i}`);
+  return `seq_${tag} AS (
+       INSERT INTO session_event_seqs (session_id, last_seq) VALUES (${sid}, 1)
+       ON CONFLICT (session_id) DO UPDATE SET last_seq = session_event_seqs.last_seq + 1
+       RETURNING last_seq
+     ), ev_${tag} AS (
+       INSERT INTO session_events (session_id, seq, type, body, bytes, at)
+       SELECT ${sid}, last_seq, ${type}, ${body}::jsonb, ${bytes}, ${at} FROM seq_${tag}
+       RETURNING seq, cursor, tx::text AS tx
+     )`;
+}
+
+/** The parameters of `appendEventCtes`, in its order. */
+export function appendEventParams(sessionId: string, type: string, body: Record<string, unknown>, at: Date) {
+  const stored = storedBody(body);
+  return [sessionId, type, stored.json, stored.bytes, at];
+}
+
+/** What an append returns: the event's numbers and who may receive it live as of its commit. */
+export interface AppendedEvent {
+  seq: number;
+  cursor: EventCursor;
+  approvers: string[];
+}
+
+/** `ev_<tag>`'s row and the session's member approvers, as AppendedEvent (one SELECT list). */
+export function appendedEventColumns(sessionIdParam: string, tag = "e"): string {
+  return `(SELECT seq FROM ev_${tag}) AS seq, (SELECT cursor FROM ev_${tag}) AS cursor,
+          (SELECT tx FROM ev_${tag}) AS tx,
+          (SELECT ${memberApproversSql("s")} FROM sessions s WHERE s.id = ${sessionIdParam}) AS approvers`;
+}
+
+export function appendedEvent(row: {
+  seq: unknown;
+  cursor: unknown;
+  tx: unknown;
+  approvers: unknown;
+}): AppendedEvent {
+  return {
+    seq: Number(row.seq),
+    cursor: cursorOf(String(row.tx), String(row.cursor)),
+    approvers: (row.approvers as string[] | null) ?? [],
+  };
 }
 
 /** The body as stored: within EVENT_STORED_MAX_BYTES, else its short fields and `truncated`. */
@@ -43,45 +113,42 @@ export function storedBody(body: Record<string, unknown>): { json: string; bytes
   return { json: small, bytes: Buffer.byteLength(small) };
 }
 
+/**
+ * The visibility horizon of this database, as one SQL expression (xid8): the oldest transaction of
+ * this database still running in the statement's snapshot, else the snapshot's next id. Every row
+ * with a smaller `tx` has committed or never will, and no transaction still to commit has a smaller
+ * id, so rows below it never gain a neighbour before them. Transactions of other databases on the
+ * same server are left out (pg_stat_activity names their database; reading another role's
+ * `backend_xid` needs `pg_read_all_stats`, else they count, which only makes pages wait longer). A
+ * transaction of this database left open holds every follower's pages back, never makes one skip
+ * an event: the host's own end within half a host lease (idle_in_transaction_session_timeout).
+ */
+export const HORIZON_SQL = `(SELECT coalesce(min(x), pg_snapshot_xmax(pg_current_snapshot()))
+     FROM pg_snapshot_xip(pg_current_snapshot()) AS x
+    WHERE xid(x) NOT IN (SELECT backend_xid FROM pg_stat_activity
+                          WHERE backend_xid IS NOT NULL AND datname IS DISTINCT FROM current_database()))`;
+
 export function createEventStore({ db, clock }: { db: Db; clock: Clock }) {
   return {
     /**
-     * Writes one event: the session's counter + 1 is its `seq` (never handed out twice, pruned or
-     * not), and the cursor is allocated under CURSOR_LOCK so cursors become visible in their order.
-     * The counter row is locked first, the cursor lock last: nothing waits on the cursor lock while
-     * holding it. Refused (throws) when the session is gone or the write is fenced.
+     * Writes one event in one statement: the session's counter + 1 is its `seq` (never handed out
+     * twice, pruned or not); its position is its transaction's. Who may receive it live comes with
+     * it, as of this commit: the owner, and the approvers still members of the project (an actor's
+     * cached audience may predate a member's removal). Refused (throws) when the session is gone
+     * or the write is fenced.
      */
-    async append(sessionId: string, type: string, body: Record<string, unknown>, at: Date) {
-      const stored = storedBody(body);
-      return withTransaction(db, async (tx) => {
-        // A session that is gone fails the foreign key: the event is refused (thrown), nothing kept.
-        const s = await tx.query(
-          `INSERT INTO session_event_seqs (session_id, last_seq) VALUES ($1, 1)
-           ON CONFLICT (session_id) DO UPDATE SET last_seq = session_event_seqs.last_seq + 1
-           RETURNING last_seq`,
-          [sessionId],
-        );
-        const seq = Number(s.rows[0].last_seq);
-        await tx.query("SELECT pg_advisory_xact_lock($1, $2)", [...CURSOR_LOCK]);
-        const r = await tx.query(
-          `INSERT INTO session_events (session_id, seq, type, body, bytes, at)
-           VALUES ($1, $2, $3, $4::jsonb, $5, $6) RETURNING cursor`,
-          [sessionId, seq, type, stored.json, stored.bytes, at],
-        );
-        // Who may receive it live, as of this commit: the owner, and the approvers still members of
-        // the project (the actor's cached audience may predate a member's removal).
-        const a = await tx.query<{ approvers: string[] }>(
-          `SELECT ${memberApproversSql("s")} AS approvers FROM sessions s WHERE s.id = $1`,
-          [sessionId],
-        );
-        const approvers = a.rows[0]?.approvers ?? [];
-        if (seq % PRUNE_EVERY_SEQ === 0)
-          await tx.query("DELETE FROM session_events WHERE session_id = $1 AND seq <= $2", [
-            sessionId,
-            seq - EVENT_KEEP_PER_SESSION,
-          ]);
-        return { seq, cursor: Number(r.rows[0].cursor), approvers };
-      });
+    async append(
+      sessionId: string,
+      type: string,
+      body: Record<string, unknown>,
+      at: Date,
+    ): Promise<AppendedEvent> {
+      // A session that is gone fails the foreign key: the event is refused (thrown), nothing kept.
+      const r = await db.query(
+        `WITH ${appendEventCtes(1)} SELECT ${appendedEventColumns("$1")}`,
+        appendEventParams(sessionId, type, body, at),
+      );
+      return appendedEvent(r.rows[0]);
     },
 
     /**
@@ -93,28 +160,43 @@ export function createEventStore({ db, clock }: { db: Db; clock: Clock }) {
      */
     async since(
       principal: string,
-      p: { after: number; sessionId?: string; limit: number },
+      p: { after: EventCursor | 0 | "now"; sessionId?: string; limit: number },
       maxBytes = EVENT_PAGE_MAX_BYTES,
     ): Promise<EventPage> {
+      if (p.after === "now") {
+        // Every transaction below the horizon has ended: what commits from now on lies above it.
+        const h = await db.query(`SELECT ${HORIZON_SQL}::text AS h`);
+        return { events: [], next: cursorOf(h.rows[0].h, 0), more: false };
+      }
+      const [afterTx, afterPosition] = positionOf(p.after);
+      // Only below the horizon (HORIZON_SQL): no row can still appear before the last one read (a
+      // transaction left open holds the page back, never makes it skip; docs/protocol.md "Catching up").
       const r = await db.query(
-        `WITH page AS (
-           SELECT e.cursor, e.bytes FROM session_events e JOIN sessions s ON s.id = e.session_id
-            WHERE e.cursor > $2 AND ${ownsOrApprovesSql("s", "$1")}
-              AND ($3::text IS NULL OR e.session_id = $3)
-            ORDER BY e.cursor LIMIT $4 + 1
+        `WITH horizon AS (SELECT ${HORIZON_SQL} AS h), page AS (
+           SELECT e.tx, e.cursor, e.bytes FROM session_events e JOIN sessions s ON s.id = e.session_id
+            WHERE (e.tx, e.cursor) > ($2::text::xid8, $3::bigint)
+              AND e.tx < (SELECT h FROM horizon)
+              AND ${ownsOrApprovesSql("s", "$1")}
+              AND ($4::text IS NULL OR e.session_id = $4)
+            ORDER BY e.tx, e.cursor LIMIT $5 + 1
          ), sized AS (
-           SELECT cursor, bytes, sum(bytes + $5) OVER (ORDER BY cursor) AS running,
-                  row_number() OVER (ORDER BY cursor) AS n FROM page
+           SELECT cursor, tx, bytes, sum(bytes + $6) OVER (ORDER BY tx, cursor) AS running,
+                  row_number() OVER (ORDER BY tx, cursor) AS n FROM page
          )
-         SELECT e.cursor, e.session_id, e.seq, e.type, e.at, e.body, z.n, z.running
+         SELECT e.cursor, z.tx::text AS tx, e.session_id, e.seq, e.type, e.at, e.body, z.n, z.running,
+                NULL AS horizon
            FROM sized z JOIN session_events e ON e.cursor = z.cursor
-          ORDER BY e.cursor`,
-        [principal, p.after, p.sessionId ?? null, p.limit, EVENT_ENVELOPE_BYTES],
+         UNION ALL SELECT NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, (SELECT h FROM horizon)::text
+          ORDER BY n NULLS LAST`,
+        [principal, afterTx, afterPosition, p.sessionId ?? null, p.limit, EVENT_ENVELOPE_BYTES],
       );
       const events: Array<Record<string, unknown>> = [];
-      let next = p.after;
+      let next: EventCursor = p.after === 0 ? CURSOR_START : p.after;
       let more = false;
+      // The last row is the horizon alone (the statement's snapshot, the one the page was read in).
+      const horizon = r.rows.at(-1).horizon as string;
       for (const row of r.rows) {
+        if (row.n === null) break;
         const fits = Number(row.n) === 1 || Number(row.running) <= maxBytes;
         if (Number(row.n) > p.limit || !fits) {
           more = true;
@@ -127,16 +209,34 @@ export function createEventStore({ db, clock }: { db: Db; clock: Clock }) {
           sessionId: row.session_id,
           at: new Date(row.at).toISOString(),
           seq: Number(row.seq),
-          cursor: Number(row.cursor),
+          cursor: cursorOf(row.tx, row.cursor),
         });
-        next = Number(row.cursor);
+        next = cursorOf(row.tx, row.cursor);
       }
+      // Read to the end: nothing of the caller's lies between the last event and the horizon, so the
+      // next page may start there (a client that read nothing still moves on).
+      const atHorizon = cursorOf(horizon, 0);
+      if (!more && atHorizon > next) next = atHorizon;
       return { events, next, more };
     },
 
     /** Removes the events older than EVENT_KEEP_MS by the host clock; returns how many. */
     async pruneByAge(keepMs = EVENT_KEEP_MS): Promise<number> {
       const r = await db.query("DELETE FROM session_events WHERE at < $1", [new Date(clock.now() - keepMs)]);
+      return r.rowCount ?? 0;
+    },
+
+    /**
+     * Keeps the newest EVENT_KEEP_PER_SESSION events of each session this host owns (or that no host
+     * has a lease on): off the hot path, on the pruner's timer (event-publisher.ts). Returns how many.
+     */
+    async pruneByCount(hostId: string, keep = EVENT_KEEP_PER_SESSION): Promise<number> {
+      const r = await db.query(
+        `DELETE FROM session_events e USING session_event_seqs q
+          WHERE e.session_id = q.session_id AND e.seq <= q.last_seq - $2 AND q.last_seq > $2
+            AND NOT EXISTS (SELECT 1 FROM session_leases l WHERE l.session_id = q.session_id AND l.host_id <> $1)`,
+        [hostId, keep],
+      );
       return r.rowCount ?? 0;
     },
   };

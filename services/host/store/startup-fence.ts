@@ -89,7 +89,7 @@ export interface HostIdSeen {
 async function refuseIfStartedMeanwhile(tx: Tx, hostId: string, seen: HostIdSeen): Promise<void> {
   const r = await tx.query("SELECT incarnation, state FROM hosts WHERE id = $1 FOR UPDATE", [hostId]);
   const row = r.rows[0] as { incarnation: number; state: string } | undefined;
-  if (!row || row.state !== "running" || row.incarnation === seen.incarnation) return;
+  if (row?.state !== "running" || row.incarnation === seen.incarnation) return;
   throw new AppError(
     "HOST_ID_IN_USE",
     `a host with id ${hostId} started at the same time (incarnation ${row.incarnation}); give each host its own PI_HOST_ID`,

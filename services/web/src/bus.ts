@@ -88,18 +88,25 @@ export async function connectConsole(opts: ConsoleBusOptions): Promise<ConsoleBu
     nc.subscribe(liveSubject(opts.prefix, principal, "*"), { callback: onMessage }),
   ];
   await nc.flush();
+  // Where a catch-up after a reconnect starts: nothing committed from here on is missed.
+  await rpc
+    .call("events.since", { after: "now" })
+    .then((r) => feed.startAt(r.next))
+    .catch(() => {});
 
   async function catchUp(): Promise<void> {
-    let after = feed.beginCatchUp();
+    const from = feed.beginCatchUp();
     try {
-      // Nothing seen yet: nothing to continue from; the re-reads (and a session's history) cover it.
-      if (after === 0) return;
+      // No position known: nothing to continue from; the re-reads (and a session's history) cover it.
+      if (from === null) return;
+      let after: string = from;
       for (let page = 0; page < CATCH_UP_MAX_PAGES; page++) {
         const r = await rpc.call("events.since", { after, limit: CATCH_UP_LIMIT });
         feed.fetched(
           r.events
             .map((body) => storedSessionEvent(null, body as Record<string, unknown>))
             .filter((e): e is SessionEvent => e !== null),
+          r.next,
         );
         after = r.next;
         if (!r.more) break;

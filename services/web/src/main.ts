@@ -182,10 +182,11 @@ function startApp(bus: ConsoleBus): void {
     }
   }
 
-  /** The session's stored events after the last cursor seen of it (all of them the first time). */
+  /** Each session's position after its last history page (events.since `next`). */
+  const historyNext = new Map<string, string>();
+  /** The session's stored events after the last page read of it (all of them the first time). */
   async function loadHistory(sessionId: string): Promise<void> {
-    const known = stores.events.getSnapshot().context.bySession[sessionId] ?? [];
-    let after = known.reduce((n, e) => Math.max(n, e.cursor ?? 0), 0);
+    let after: string | 0 = historyNext.get(sessionId) ?? 0;
     try {
       for (let page = 0; page < 20; page++) {
         const r = await bus.call("events.since", { sessionId, after, limit: 500 });
@@ -194,6 +195,7 @@ function startApp(bus: ConsoleBus): void {
           .filter((e): e is SessionEvent => e !== null);
         stores.events.trigger.added({ events });
         after = r.next;
+        historyNext.set(sessionId, r.next);
         if (!r.more) break;
       }
     } catch (err) {
