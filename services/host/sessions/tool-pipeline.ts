@@ -15,11 +15,11 @@ import { sanitizeText } from "../../protocol/text-safety.ts";
 import type { ToolExecuteResult, ToolsExecuteParams } from "../../protocol/schemas.ts";
 import type { Clock } from "../clock.ts";
 import { appendAudit } from "../store/audit-log.ts";
-import { type Db, withTransaction } from "../store/db.ts";
+import type { Db } from "../store/db.ts";
 import { findPluginTool, pluginArgProblems } from "../store/plugin-store.ts";
 import type { ProjectStore } from "../store/project-store.ts";
 import type { SessionStore } from "../store/session-store.ts";
-import { readToolCallFacts } from "../store/tool-call-store.ts";
+import { readToolCallFacts, recordToolCall, startToolCall } from "../store/tool-call-store.ts";
 import type { PluginCaller } from "../tools/plugin-caller.ts";
 import type { ToolAborts } from "../tools/tool-aborts.ts";
 import type { ToolAdmission } from "../tools/tool-admission.ts";
@@ -104,7 +104,7 @@ export function outcomeUnknown(tool: string): ToolExecuteResult {
 }
 
 export function createToolPipeline(deps: ToolPipelineDeps) {
-  const { db, clock, sessions, supervisor, dispatcher, events, permissions } = deps;
+  const { db, clock, supervisor, dispatcher, events, permissions } = deps;
   const inflight = new Map<string, Promise<ToolExecuteResult>>();
   const maxResultBytes = deps.maxResultBytes ?? DEFAULT_MAX_RESULT_BYTES;
 
@@ -192,15 +192,15 @@ export function createToolPipeline(deps: ToolPipelineDeps) {
     if (!p.batch.some((c) => c.toolCallId === p.toolCallId && c.tool === p.tool)) {
       throw new AppError("INVALID_PARAMS", "the batch must contain this call");
     }
-    // The durable mode is read now by sessionId; requestedMode is diagnostic only.
-    // The facts, and the call's start row committed before anything of it runs (migration 12).
-    const s = await readToolCallFacts(db, { ...p, sessionId: lease.sessionId }, clock.date());
+    // The durable mode is read now by sessionId, in one read; requestedMode is diagnostic only.
+    const call = { sessionId: lease.sessionId, turnId: p.turnId, toolCallId: p.toolCallId, tool: p.tool };
+    const s = await readToolCallFacts(db, call);
     if (!s) throw new AppError("SESSION_NOT_FOUND");
     // A result recorded under a larger bound (an earlier server's max_payload) is sent bounded.
     if (s.recorded) return boundToolResult(s.recorded, maxResultBytes);
     const to: Audience = { sessionId: lease.sessionId, owner: s.owner, approvers: s.approvers };
     // Started before (not in flight here) and never recorded: it may have run. It never runs again.
-    if (!s.started) return recordAndAnnounce(lease, p, to, "deny", outcomeUnknown(p.tool));
+    if (s.startedBefore) return recordAndAnnounce(lease, p, to, "deny", outcomeUnknown(p.tool));
     if (argsProblem !== undefined)
       return recordAndAnnounce(
         lease,
@@ -289,7 +289,12 @@ export function createToolPipeline(deps: ToolPipelineDeps) {
         }
       }
     }
-    // Allowed (by policy, a grant or a person's answer): run it.
+    // Allowed (by policy, a grant or a person's answer): its start row commits first (migration 12),
+    // so nothing of it runs unrecorded; a start row already there (another attempt) is an unknown outcome.
+    if (!result && !(await startToolCall(db, call, clock.date()))) {
+      recordDecision = "deny";
+      result = outcomeUnknown(p.tool);
+    }
     if (!result) {
       try {
         result = await run(lease, p, s, to, target);
@@ -319,20 +324,7 @@ export function createToolPipeline(deps: ToolPipelineDeps) {
     if (repaired.replaced > 0)
       result = { ...repaired.value, details: { ...repaired.value.details, sanitized: repaired.replaced } };
     const recorded = result;
-    await withTransaction(db, (tx) =>
-      sessions.recordToolCall(tx, {
-        sessionId: lease.sessionId,
-        turnId: p.turnId,
-        toolCallId: p.toolCallId,
-        tool: p.tool,
-        principal: `worker:${lease.workerId}`,
-        decision: recordDecision,
-        ...(recorded.code ? { code: recorded.code } : {}),
-        result: recorded,
-      }),
-    );
-    deps.metrics?.toolDecision(p.tool, classifyTool(p.tool, isPlugin), recordDecision);
-    events.publish(to, "tool.result", {
+    const body = {
       turnId: p.turnId,
       toolCallId: p.toolCallId,
       tool: p.tool,
@@ -340,7 +332,28 @@ export function createToolPipeline(deps: ToolPipelineDeps) {
       isError: result.isError,
       ...(result.code ? { code: result.code } : {}),
       text: textOf(result.content).slice(0, 4000),
-    });
+    };
+    // One statement: the result row, its transcript entry, its audit row and this event (a retry
+    // gets what was recorded); published once it committed, in the session's order of events.
+    await events.publishWith(to, "tool.result", body, async (at) => ({
+      value: undefined,
+      event: await recordToolCall(
+        db,
+        {
+          sessionId: lease.sessionId,
+          turnId: p.turnId,
+          toolCallId: p.toolCallId,
+          tool: p.tool,
+          principal: `worker:${lease.workerId}`,
+          decision: recordDecision,
+          ...(recorded.code ? { code: recorded.code } : {}),
+          result: recorded,
+        },
+        body,
+        at,
+      ),
+    }));
+    deps.metrics?.toolDecision(p.tool, classifyTool(p.tool, isPlugin), recordDecision);
     return result;
   }
 

@@ -301,58 +301,6 @@ export function createSessionStore({ db, clock }: { db: Db; clock: Clock }) {
       return { messages, nextCursor: cut && lastId !== null ? lastId : null };
     },
 
-    /** Records a tool call's result, its transcript entry and its audit row in one transaction. */
-    async recordToolCall(
-      q: Tx,
-      p: {
-        sessionId: string;
-        turnId: string;
-        toolCallId: string;
-        tool: string;
-        principal: string;
-        decision: "allow" | "deny";
-        code?: string;
-        result: ToolExecuteResult;
-      },
-    ): Promise<void> {
-      const at = clock.date();
-      await q.query(
-        `INSERT INTO tool_calls (turn_id, tool_call_id, session_id, tool, decision, code, result, created_at)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
-        [
-          p.turnId,
-          p.toolCallId,
-          p.sessionId,
-          p.tool,
-          p.decision,
-          p.code ?? null,
-          JSON.stringify(p.result),
-          at,
-        ],
-      );
-      // The tool_calls primary key above makes this the first record of the call: no duplicate check.
-      await insertTranscript(q, p.sessionId, p.turnId, {
-        role: "toolResult",
-        toolCallId: p.toolCallId,
-        toolName: p.tool,
-        content: p.result.content,
-        details: p.result.details ?? {},
-        isError: p.result.isError,
-        timestamp: at.getTime(),
-      });
-      await appendAudit(q, {
-        at,
-        principal: p.principal,
-        sessionId: p.sessionId,
-        turnId: p.turnId,
-        toolCallId: p.toolCallId,
-        action: "tool.decision",
-        decision: p.decision,
-        code: p.code ?? null,
-        details: { tool: p.tool },
-      });
-    },
-
     async endTurn(
       q: Db | Tx,
       turnId: string,

@@ -128,6 +128,15 @@ const RUNNABLE: Record<RunnableTool, ToolImpl> = {
   new_context: async (args) => runNewContext(args),
 };
 
+/** Tools that change nothing in the workspace: never ordered against the others (no lock). */
+const READ_ONLY: ReadonlySet<string> = new Set<RunnableTool>([
+  "Read",
+  "Glob",
+  "Grep",
+  "BrowserPreview",
+  "new_context",
+]);
+
 function isRunnable(tool: string): tool is RunnableTool {
   return Object.hasOwn(RUNNABLE, tool);
 }
@@ -146,6 +155,10 @@ export function createToolRunner(config: ToolRunnerConfig = toolRunnerConfigFrom
         if (!isRunnable(tool)) throw new AppError("TOOL_NOT_FOUND");
         return RUNNABLE[tool](args, root, ctx, deps);
       };
+      // Tools that only read run at once: they run as the sandbox user in a sandbox bound to this
+      // workspace, so no symlink a Bash command plants can take them outside it. Those that change
+      // the workspace (Write, Edit, Bash) run one at a time per workspace, across hosts too.
+      if (READ_ONLY.has(tool)) return run();
       const across = config.crossHostLock;
       return withWorkspaceLock(root, () => (across ? across(root, async () => run()) : run()));
     },

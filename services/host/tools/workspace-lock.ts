@@ -1,6 +1,7 @@
-// One async mutex per real workspace path, process-wide: file tools and Bash commands of every session
-// on a workspace run one at a time, so a symlink a Bash command plants cannot race a file tool's path
-// checks (docs/architecture.md "Tools"). The price: a long Bash command delays the others.
+// One async mutex per real workspace path, process-wide: the tools that change a workspace (Write,
+// Edit, Bash) of every session on it run one at a time, so Edit's read-modify-write never runs while
+// a Bash command changes the file (docs/architecture.md "Tools"). Read-only tools take no lock: they
+// run as the sandbox user, confined to the workspace. The price: a long Bash command delays writes.
 const tails = new Map<string, Promise<void>>();
 
 export async function withWorkspaceLock<T>(workspace: string, fn: () => Promise<T>): Promise<T> {
