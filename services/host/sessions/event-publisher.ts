@@ -49,7 +49,7 @@ export function createEventPublisher({
   nc: NatsConnection;
   prefix: string;
   clock: Clock;
-  store: Pick<EventStore, "append" | "pruneByAge" | "pruneByCount">;
+  store: Pick<EventStore, "append" | "approvers" | "pruneByAge" | "pruneByCount">;
   log: Logger;
   /** This host (the count bound is kept for the sessions it owns). */
   hostId?: string;
@@ -178,14 +178,12 @@ export function createEventPublisher({
      */
     publishLive<T extends EventType>(to: Audience, type: T, body: EventBodies[T]): void {
       const at = clock.date();
+      const envelope = { type, sessionId: to.sessionId, at: at.toISOString(), live: true };
+      // The approvers as the rows say now (a removed member gets nothing), as for a stored event.
       void enqueue(to.sessionId, async () =>
-        send(
-          to,
-          type,
-          body as Record<string, unknown>,
-          { type, sessionId: to.sessionId, at: at.toISOString(), live: true },
-          to.approvers,
-        ),
+        send(to, type, body as Record<string, unknown>, envelope, await store.approvers(to.sessionId)),
+      ).catch((err) =>
+        log.warn("host.event_publish_failed", { sessionId: to.sessionId, type, ...errorFields(err) }),
       );
     },
 

@@ -220,6 +220,18 @@ export function createEventStore({ db, clock }: { db: Db; clock: Clock }) {
       return { events, next, more };
     },
 
+    /**
+     * Who may receive an event of the session now that no row is written for it (a live-only one):
+     * the approvers still members of the project, as an append returns them. Empty when gone.
+     */
+    async approvers(sessionId: string): Promise<string[]> {
+      const r = await db.query(
+        `SELECT ${memberApproversSql("s")} AS approvers FROM sessions s WHERE s.id = $1`,
+        [sessionId],
+      );
+      return (r.rows[0]?.approvers as string[] | undefined) ?? [];
+    },
+
     /** Removes the events older than EVENT_KEEP_MS by the host clock; returns how many. */
     async pruneByAge(keepMs = EVENT_KEEP_MS): Promise<number> {
       const r = await db.query("DELETE FROM session_events WHERE at < $1", [new Date(clock.now() - keepMs)]);

@@ -78,21 +78,25 @@ const settle = async () => {
 
 describe("connectConsole", () => {
   it("connects as the person, follows every session, catches up after a reconnect and re-reads", async () => {
+    // Positions as the host writes them: 32 hex digits that compare as strings.
+    const at = (n: number) => n.toString(16).padStart(32, "0");
     const stored = (seq: number, cursor: number) => ({
       type: "turn.started",
       sessionId: "s1",
       seq,
-      cursor,
+      cursor: at(cursor),
       at: "2026-01-01T10:00:00Z",
       turnId: `t${seq}`,
       kind: "prompt",
     });
     const fake = fakeNats((subject, body) => {
       if (subject === "pi.rpc.alice.events.since") {
-        const after = (body as { after: number }).after;
-        return after === 10
-          ? { events: [stored(2, 10), stored(3, 11)], next: 11, more: true }
-          : { events: [stored(4, 12)], next: 12, more: false };
+        const after = (body as { after: string }).after;
+        // At connect: the position to continue from after a reconnect (nothing is read from the past).
+        if (after === "now") return { events: [], next: at(9), more: false };
+        return after === at(9)
+          ? { events: [stored(1, 10), stored(2, 11), stored(3, 12)], next: at(12), more: true }
+          : { events: [stored(4, 13)], next: at(13), more: false };
       }
       throw new Error(subject);
     });
@@ -129,17 +133,19 @@ describe("connectConsole", () => {
     fake.publish("pi.evt.bob.s9.turn.started", stored(1, 1));
     expect(items.map((i) => i.type)).toEqual(["turn.started", "delta"]);
 
-    // Lost and back: catch up from cursor 10, page by page; a duplicate live event is dropped.
+    // Lost and back: catch up from the position read at connect (never a live event's cursor), page
+    // by page; what came both ways (1 live before, 3 live during) is shown once.
     fake.status({ type: "disconnect", server: "x" });
     await settle();
     expect(states.at(-1)).toEqual(["reconnecting", "connection lost"]);
     fake.status({ type: "reconnect", server: "x" });
     await settle();
-    fake.publish("pi.evt.alice.s1.turn.started", stored(3, 11));
+    fake.publish("pi.evt.alice.s1.turn.started", stored(3, 12));
     const since = fake.requests.filter((r) => r.subject === "pi.rpc.alice.events.since").map((r) => r.body);
     expect(since).toEqual([
-      { after: 10, limit: 500 },
-      { after: 11, limit: 500 },
+      { after: "now" },
+      { after: at(9), limit: 500 },
+      { after: at(12), limit: 500 },
     ]);
     expect(items.filter((i) => i.type !== "delta").map((i) => i.seq)).toEqual([1, 2, 3, 4]);
     expect(states.slice(-2).map(([s]) => s)).toEqual(["catching-up", "connected"]);
