@@ -25,6 +25,8 @@ export interface Readiness {
   /** The startup fence ran and the host serves (host.ready). */
   serving: () => boolean;
   draining: () => boolean;
+  /** A tool sandbox starts on this host (tools/sandbox-probe.ts: probed once at start, never per request). */
+  sandbox: () => boolean;
 }
 
 /** How long /readyz waits for the database before it says it is not ready. */
@@ -53,6 +55,7 @@ export async function notReady(r: Readiness): Promise<string[]> {
   if (r.draining()) failing.push("draining");
   if (!r.nats()) failing.push("nats");
   if (!(await within(READY_DB_TIMEOUT_MS, r.database))) failing.push("database");
+  if (!r.sandbox()) failing.push("sandbox");
   return failing;
 }
 
