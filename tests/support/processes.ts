@@ -31,6 +31,8 @@ export interface SpawnOptions {
   runner?: "tsx" | "node";
   /** A command the process runs under (e.g. bwrap with a seccomp filter, as a container runtime). */
   wrap?: string[];
+  /** The program and its arguments instead of this node and `entry` (e.g. an image's node). */
+  command?: string[];
 }
 
 export function spawnTs(
@@ -40,7 +42,11 @@ export function spawnTs(
   opts: SpawnOptions = {},
 ): ManagedProcess {
   const loader = opts.runner === "node" ? [] : ["--import", "tsx"];
-  const argv = [...(opts.wrap ?? []), process.execPath, ...loader, path.join(REPO_ROOT, entry), ...args];
+  const argv = [
+    ...(opts.wrap ?? []),
+    ...(opts.command ?? [process.execPath, ...loader, path.join(REPO_ROOT, entry)]),
+    ...args,
+  ];
   const child = spawn(argv[0]!, argv.slice(1), {
     cwd: REPO_ROOT,
     env: { PATH: process.env.PATH, HOME: process.env.HOME, ...env } as NodeJS.ProcessEnv,
