@@ -17,6 +17,9 @@ export function formatListenAddress(a: { host: string; port: number }): string {
   return a.host.includes(":") ? `[${a.host}]:${a.port}` : `${a.host}:${a.port}`;
 }
 
+/** The routes the listener serves (what compose and the Kubernetes probes and scrapes point at). */
+export const HTTP_ROUTES = { health: "/healthz", ready: "/readyz", metrics: "/metrics" } as const;
+
 /** Why the host is not ready: each failing condition by name, none when it is. */
 export interface Readiness {
   /** A `SELECT 1` that answers within its bound (the caller bounds it). */
@@ -82,8 +85,8 @@ export async function startHttpListener(deps: {
       return;
     }
     const work = async () => {
-      if (route === "/healthz") return send(res, 200, "text/plain; charset=utf-8", "ok\n");
-      if (route === "/readyz") {
+      if (route === HTTP_ROUTES.health) return send(res, 200, "text/plain; charset=utf-8", "ok\n");
+      if (route === HTTP_ROUTES.ready) {
         const failing = await notReady(deps.readiness);
         return send(
           res,
@@ -92,7 +95,7 @@ export async function startHttpListener(deps: {
           JSON.stringify(failing.length === 0 ? { ready: true } : { ready: false, notReady: failing }),
         );
       }
-      if (route === "/metrics") {
+      if (route === HTTP_ROUTES.metrics) {
         const m = await deps.scrape();
         return send(res, 200, m.contentType, m.body);
       }
