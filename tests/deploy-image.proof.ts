@@ -3,12 +3,14 @@
 // bookworm, Node 24 at /usr/local/bin/node, infra/system-packages.txt and the sandbox user through
 // infra/host-system.sh, /app with dist/ and production dependencies only), entered read-only as a
 // container with readOnlyRootFilesystem is (bwrap as root: its own mount namespace, this machine's
-// network), `node /app/dist/host.js` starts against the local Postgres and NATS, says its sandbox
-// starts, and runs Bash, Read and Grep in it as the image's sandbox user.
+// network), `node /app/dist/host.js` starts against the local Postgres and NATS with only the
+// capabilities the Kubernetes manifest gives it, says its sandbox starts, and runs Bash, Read and
+// Grep in it as the image's sandbox user; under a masked /proc it says the sandbox cannot start.
 import { execFileSync } from "node:child_process";
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
+import { parseAllDocuments } from "yaml";
 import type { HostStatus, ToolExecuteResult } from "../services/protocol/schemas.ts";
 import { hostEnv, type ManagedProcess, spawnTs } from "./support/processes.ts";
 import { openStackDir, sandboxTurn } from "./support/sandbox.ts";
@@ -48,6 +50,21 @@ function inImage(stackDir: string, proc: "unmasked" | "masked"): string[] {
   ];
 }
 
+/**
+ * What infra/kubernetes/base/hosts.yaml gives the host container: only its listed capabilities
+ * (root's bounding set cut to them) and no privilege escalation (no_new_privs), through setpriv.
+ */
+function kubernetesCapabilities(): string[] {
+  const sets = parseAllDocuments(readFileSync("infra/kubernetes/base/hosts.yaml", "utf8")).map((d) =>
+    d.toJS(),
+  );
+  const host = sets.find((o) => o.kind === "StatefulSet").spec.template.spec.containers[0].securityContext;
+  expect(host.capabilities.drop).toEqual(["ALL"]);
+  expect(host.allowPrivilegeEscalation).toBe(false);
+  const caps = (host.capabilities.add as string[]).map((c) => `+${c.toLowerCase()}`).join(",");
+  return ["/usr/bin/setpriv", `--bounding-set=-all,${caps}`, "--no-new-privs", "--"];
+}
+
 /** The image's host in a stack of its own: `node /app/dist/host.js` as the image's CMD runs it. */
 function imageHost(label: string, proc: "unmasked" | "masked", listen: string) {
   const started: { host: ManagedProcess | null } = { host: null };
@@ -60,7 +77,11 @@ function imageHost(label: string, proc: "unmasked" | "masked", listen: string) {
         );
       const host = spawnTs("dist/host.js", { ...hostEnv(s.env), PI_HTTP_LISTEN: listen }, [], {
         wrap: inImage(s.dir, proc),
-        command: ["/usr/local/bin/node", "/app/dist/host.js"],
+        command: [
+          ...(proc === "unmasked" ? kubernetesCapabilities() : []),
+          "/usr/local/bin/node",
+          "/app/dist/host.js",
+        ],
       });
       started.host = host;
       await host.waitForEvent("host.ready", 60_000);
@@ -102,7 +123,19 @@ describe("the image's root filesystem", () => {
     expect(status.sandbox?.available).toBe(true);
   });
 
-  it("runs Bash, Read and Grep in the sandbox as pihost-sandbox", async () => {
+  it("runs Bash, Read and Grep in the sandbox as pihost-sandbox, with the manifest's capabilities only", async () => {
+    // The host's node (bwrap's child): CHOWN, DAC_OVERRIDE, DAC_READ_SEARCH, FOWNER, KILL, SETGID,
+    // SETUID are capability bits 0-3 and 5-7.
+    const bwrap = host().child.pid;
+    const node = readFileSync(`/proc/${bwrap}/task/${bwrap}/children`, "utf8").trim().split(/\s+/)[0];
+    const status = readFileSync(`/proc/${node}/status`, "utf8");
+    expect(readFileSync(`/proc/${node}/cmdline`, "utf8").split("\0")).toEqual([
+      "/usr/local/bin/node",
+      "/app/dist/host.js",
+      "",
+    ]);
+    expect(status).toMatch(/^NoNewPrivs:\s+1$/m);
+    expect(status).toMatch(/^CapBnd:\s+0+ef$/m);
     const { ws, assignment } = await sandboxTurn(stack, "agent");
     mkdirSync(path.join(ws, "src"), { recursive: true });
     writeFileSync(path.join(ws, "src/notes.txt"), "alpha\nthe image proof\nomega\n");

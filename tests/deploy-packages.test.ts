@@ -50,7 +50,7 @@ describe("infra/system-packages.txt", () => {
       for (const m of text.matchAll(/\brun\("([\w-]+)", \[/g)) run.add(m[1]!);
     }
     // From the base system itself (Debian's essential packages and node's image), not the list.
-    const base = new Set(["node", "getent", "mkfifo", "id", "ls"]);
+    const base = new Set(["node", "getent", "mkfifo", "id", "ls", "test"]);
     // getfacl comes with setfacl (acl).
     const alongside: Record<string, string> = { getfacl: "setfacl" };
     expect(run.size).toBeGreaterThanOrEqual(5);
