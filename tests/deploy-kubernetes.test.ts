@@ -42,7 +42,7 @@ function find(kind: string, name: string): Obj {
 function literals(name: string): Record<string, string> {
   const gen = (kustomization.configMapGenerator as Obj[]).find((g) => g.name === name);
   return Object.fromEntries(
-    (gen?.literals as string[]).map((l) => [l.slice(0, l.indexOf("=")), l.slice(l.indexOf("=") + 1)]),
+    ((gen?.literals ?? []) as string[]).map((l) => [l.slice(0, l.indexOf("=")), l.slice(l.indexOf("=") + 1)]),
   );
 }
 const hosts = find("StatefulSet", "pihost-host");
@@ -266,7 +266,7 @@ describe("the team's NATS", () => {
   it("the chart includes it from the Secret, with the same port, store, TLS folders and websocket", () => {
     const c = values.config;
     expect(c.cluster).toMatchObject({ enabled: true, replicas: 3 });
-    expect(c.merge["zzz$include"]).toBe("./team/nats.conf");
+    expect(c.merge.zzz$include).toBe("./team/nats.conf");
     const mount = values.container.patch[0].value;
     expect(mount.mountPath).toBe("/etc/nats-config/team");
     const volume = values.podTemplate.patch[0].value;

@@ -239,7 +239,8 @@ describe("docker-compose.yml", () => {
     expect(publishedPorts(service("postgres"))).toContain(5432);
     expect(publishedPorts(service("nats"))).toContain(4222);
     // A scraper on this machine reaches every host's /metrics, each on its own port.
-    HOSTS.forEach((name, i) => expect(service(name).ports, name).toEqual([`127.0.0.1:${9464 + i}:9464`]));
+    for (const [i, name] of HOSTS.entries())
+      expect(service(name).ports, name).toEqual([`127.0.0.1:${9464 + i}:9464`]);
     for (const name of WORKERS) expect(service(name).ports, name).toBeUndefined();
     expect(service("web").ports).toEqual(["127.0.0.1:8080:8080"]);
     for (const s of Object.values(compose.services))

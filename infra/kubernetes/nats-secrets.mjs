@@ -22,7 +22,13 @@ const pick = (names) =>
       return [name, Buffer.from(users[name]).toString("base64")];
     }),
   );
-const secret = (name, data) => ({ apiVersion: "v1", kind: "Secret", metadata: { name }, type: "Opaque", data });
+const secret = (name, data) => ({
+  apiVersion: "v1",
+  kind: "Secret",
+  metadata: { name },
+  type: "Opaque",
+  data,
+});
 const hosts = team.hosts.flatMap((h) => [h, `${h}-rpc`]);
 process.stdout.write(
   `${JSON.stringify(
