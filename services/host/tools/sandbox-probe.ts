@@ -2,9 +2,8 @@
 // the runtime"): one sandbox like every tool's, probed once per host process at start, so a host on
 // a runtime that forbids it (no bwrap, no user namespaces, a seccomp or AppArmor profile that refuses
 // them, a /proc it may not mount) says so at start, in /readyz and host.status, not at each tool call.
-import { spawn } from "node:child_process";
 import { deviceBinds, findProgram, NO_USER_NAMESPACES, systemBinds } from "./sandbox.ts";
-import { oomScorePin } from "./sandbox-oom.ts";
+import { oomScorePin, runProbe } from "./sandbox-oom.ts";
 import { asUser, lookupSandboxUser } from "./sandbox-user.ts";
 
 /** The availability part of host.status's `sandbox` (docs/protocol.md); the reason only when not. */
@@ -16,7 +15,6 @@ export interface SandboxAvailability {
 /** host.status's `sandbox`: whether one starts here, and whether its oom_score_adj is pinned. */
 export type SandboxStatus = SandboxAvailability & Awaited<ReturnType<typeof oomScorePin>>;
 
-const PROBE_TIMEOUT_MS = 10_000;
 /** Inside the probe: the shell Bash runs, then the node the file helper runs (file-helpers.ts). */
 const INSIDE = "[ -x /usr/bin/node ] || exit 3; exec /usr/bin/node -e 0";
 /** Where a reader finds what bubblewrap needs from the kernel and the container runtime. */
@@ -25,26 +23,6 @@ const SEE = 'docs/operations.md "What the sandbox needs from the runtime"';
 export interface ProbePrograms {
   bwrap: string | null;
   setpriv: string | null;
-}
-
-function run(argv: string[]): Promise<{ code: number | null; stderr: string; error?: string }> {
-  return new Promise((resolve) => {
-    const child = spawn(argv[0]!, argv.slice(1), {
-      stdio: ["ignore", "ignore", "pipe"],
-      env: {},
-      cwd: "/",
-      timeout: PROBE_TIMEOUT_MS,
-    });
-    let stderr = "";
-    child.stderr.setEncoding("utf8");
-    child.stderr.on("data", (d: string) => {
-      if (stderr.length < 2048) stderr += d;
-    });
-    child.on("error", (err) => resolve({ code: null, stderr, error: err.message }));
-    child.on("close", (code, signal) =>
-      resolve({ code, stderr: stderr.trim(), ...(signal ? { error: `ended by ${signal}` } : {}) }),
-    );
-  });
 }
 
 /**
@@ -63,7 +41,15 @@ export async function probeSandbox(
   if (user instanceof Error) return no(user.message.replace(/^sandbox unavailable: /, ""));
   const args = [...systemBinds(), ...NO_USER_NAMESPACES, "--tmpfs", "/tmp", "--proc", "/proc"];
   args.push(...deviceBinds(), "--chdir", "/", "--clearenv", "--setenv", "PATH", "/usr/bin:/bin");
-  const r = await run([programs.setpriv, ...asUser(user), programs.bwrap, ...args, "/bin/sh", "-c", INSIDE]);
+  const r = await runProbe([
+    programs.setpriv,
+    ...asUser(user),
+    programs.bwrap,
+    ...args,
+    "/bin/sh",
+    "-c",
+    INSIDE,
+  ]);
   if (r.code === 0) return { available: true };
   if (r.code === 3) return no("/usr/bin/node (which runs the file tools inside the sandbox) is missing");
   const said = r.error ?? (r.stderr || `exit ${r.code}`);
