@@ -1,18 +1,11 @@
 // docker-compose.yml against the compose specification's JSON schema, what the processes need and
-// what docs/operations.md documents: three hosts and two workers on the generated NATS configuration
-// of infra/team.compose.yaml, their published ports, every variable they are given documented, and
-// each process's required settings pointing at the compose services.
+// what docs/operations.md documents: three hosts, two workers and the console on the generated NATS
+// configuration of infra/team.compose.yaml over TLS, their published ports (loopback only), every
+// variable they are given read by the code and documented, the hosts' healthcheck on /readyz at the
+// port they listen on, what bubblewrap needs from the runtime, and each process's settings accepted by
+// its own configuration reader.
 import { execFileSync } from "node:child_process";
-import {
-  existsSync,
-  mkdirSync,
-  mkdtempSync,
-  readdirSync,
-  readFileSync,
-  rmSync,
-  statSync,
-  writeFileSync,
-} from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import os from "node:os";
 import path from "node:path";
@@ -20,20 +13,35 @@ import { Ajv } from "ajv";
 import { describe, expect, it } from "vitest";
 import { parse } from "yaml";
 import { generateNatsConfig, hostRpcUser, natsUsers, parseTeam } from "../services/cli/nats-config.ts";
+import {
+  HTTP_ROUTES,
+  hostConfigOf,
+  listener,
+  RUNTIME_VARIABLES,
+  unreadVariables,
+  variablesRead,
+  workerConfigOf,
+} from "./support/deploy-wiring.ts";
 import { REPO_ROOT } from "./support/processes.ts";
 
 interface ComposeService {
   image?: string;
-  build?: string | { context?: string; dockerfile?: string };
+  build?: string | { context?: string; dockerfile?: string; target?: string; args?: Record<string, string> };
   command?: string | string[];
   environment?: Record<string, string | number | boolean | null> | string[];
   ports?: Array<string | number | { target?: number; published?: number | string }>;
   volumes?: Array<string | { source?: string; target?: string }>;
-  depends_on?: string[] | Record<string, unknown>;
+  depends_on?: string[] | Record<string, { condition?: string }>;
   user?: string;
+  security_opt?: string[];
+  devices?: string[];
+  read_only?: boolean;
+  healthcheck?: { test?: string[] };
 }
 
 const HOSTS = ["host1", "host2", "host3"];
+/** Settings with a default, not secrets: the env file may set them (docs/operations.md). */
+const OPTIONAL = ["PI_DEFAULT_MODEL", "PI_MODEL_PROVIDERS", "PI_MODELS_FILE"];
 const WORKERS = ["worker1", "worker2"];
 const composeText = readFileSync(path.join(REPO_ROOT, "docker-compose.yml"), "utf8");
 /** The file as compose reads it: YAML merge keys (`<<: *host`) resolved, nothing interpolated. */
@@ -113,16 +121,6 @@ function documentedVariables(): Set<string> {
   return names;
 }
 
-function sourceFiles(dir: string): string[] {
-  const out: string[] = [];
-  for (const entry of readdirSync(dir)) {
-    const p = path.join(dir, entry);
-    if (statSync(p).isDirectory()) out.push(...sourceFiles(p));
-    else if (p.endsWith(".ts") && !p.endsWith(".test.ts")) out.push(p);
-  }
-  return out;
-}
-
 /**
  * The official compose-spec.json (draft-07), as shipped unchanged in the dclint package. Its
  * `$schema` spells draft-07's id as `https://...schema` without `#`, which Ajv does not know by that
@@ -173,13 +171,19 @@ describe("docker-compose.yml against the compose specification", () => {
   });
 
   it("refuses to start without the generated passwords: every variable it needs is written by the steps", () => {
-    const needed = new Set([...composeText.matchAll(REFERENCE)].map((m) => m[1]));
-    expect([...needed].sort()).toEqual(
+    const refs = [...composeText.matchAll(REFERENCE)];
+    const required = new Set(refs.filter((m) => /:\?/.test(m[0])).map((m) => m[1]));
+    expect([...required].sort()).toEqual(
       Object.keys(envFile)
         .filter((v) => v !== passwordVariable("alice"))
         .sort(),
     );
-    for (const ref of composeText.match(REFERENCE) ?? []) expect(ref, "required (:?)").toMatch(/:\?/);
+    // Anything else has a default and is a setting, never a secret; each is documented.
+    for (const m of refs.filter((r) => !/:\?/.test(r[0]))) {
+      expect(OPTIONAL, m[0]).toContain(m[1]);
+      expect(m[0], "a default (:-)").toMatch(/:-/);
+      expect(operations, `${m[1]} in docs/operations.md`).toContain(`\`${m[1]}\``);
+    }
     expect(() => interpolate(raw, {})).toThrow(/generate \.compose\/compose\.env/);
     expect(composeText).not.toMatch(/PI_DEV_MODE/);
   });
@@ -221,21 +225,29 @@ describe("the env file steps of docs/operations.md", () => {
 });
 
 describe("docker-compose.yml", () => {
-  it("defines postgres, nats, three hosts and two workers", () => {
-    expect(Object.keys(compose.services).sort()).toEqual(["nats", "postgres", ...HOSTS, ...WORKERS].sort());
+  it("defines postgres, nats, three hosts, two workers and the console", () => {
+    expect(Object.keys(compose.services).sort()).toEqual(
+      ["nats", "postgres", "web", ...HOSTS, ...WORKERS].sort(),
+    );
     expect(service("postgres").image).toMatch(/^postgres:16/);
     expect(service("nats").image).toMatch(/^nats:2\.10/);
   });
 
-  it("publishes Postgres on 5432 and NATS on 4222, on loopback, and nothing else", () => {
+  it("publishes only on this machine's loopback: Postgres, NATS and its websocket, each host's listener, the console", () => {
     expect(service("postgres").ports).toEqual(["127.0.0.1:5432:5432"]);
-    expect(service("nats").ports).toEqual(["127.0.0.1:4222:4222"]);
+    expect(service("nats").ports).toEqual(["127.0.0.1:4222:4222", "127.0.0.1:8443:8443"]);
     expect(publishedPorts(service("postgres"))).toContain(5432);
     expect(publishedPorts(service("nats"))).toContain(4222);
-    for (const name of [...HOSTS, ...WORKERS]) expect(service(name).ports, name).toBeUndefined();
+    // A scraper on this machine reaches every host's /metrics, each on its own port.
+    for (const [i, name] of HOSTS.entries())
+      expect(service(name).ports, name).toEqual([`127.0.0.1:${9464 + i}:9464`]);
+    for (const name of WORKERS) expect(service(name).ports, name).toBeUndefined();
+    expect(service("web").ports).toEqual(["127.0.0.1:8080:8080"]);
+    for (const s of Object.values(compose.services))
+      for (const p of s.ports ?? []) expect(String(p)).toMatch(/^127\.0\.0\.1:/);
   });
 
-  it("runs NATS with JetStream and the generated config from infra/nats-compose.conf", () => {
+  it("runs NATS with JetStream and the generated config from infra/nats-compose.conf, over TLS", () => {
     const nats = service("nats");
     const command = Array.isArray(nats.command) ? nats.command : String(nats.command ?? "").split(/\s+/);
     expect(command).toContain("-js");
@@ -251,21 +263,72 @@ describe("docker-compose.yml", () => {
     expect(conf).toMatch(/^# Generated by `pihost nats-config/);
     expect(conf).toContain(`store_dir: "${team.jetstream.storeDir}"`);
     expect((nats.volumes ?? []).some((v) => v === `natsdata:${team.jetstream.storeDir}`)).toBe(true);
+    // The team's certificates are inside the folder compose mounts from .compose/tls (infra/tls-certs.sh).
+    const tlsMount = (nats.volumes ?? []).map(String).find((v) => v.startsWith("./.compose/tls:"));
+    const tlsDir = String(tlsMount).split(":")[1];
+    expect(tlsMount).toMatch(/:ro$/);
+    for (const file of [team.tls?.cert, team.tls?.key, team.websocket?.tls?.cert, team.websocket?.tls?.key])
+      expect(path.dirname(String(file)), String(file)).toBe(tlsDir);
   });
 
-  it("builds hosts and workers from the root Dockerfile", () => {
+  it("builds hosts and workers from the Dockerfile's runtime (its last stage), the console from its web target", () => {
+    const dockerfile = readFileSync(path.join(REPO_ROOT, "Dockerfile"), "utf8");
+    const stages = [...dockerfile.matchAll(/^FROM (\S+) AS (\S+)$/gm)].map((m) => ({
+      from: m[1],
+      name: m[2],
+    }));
+    expect(stages.map((st) => st.name)).toEqual(["build", "deps", "web", "runtime"]);
+    // A supported Node LTS (22 or 24), not Node 20 (end of life).
+    expect(dockerfile).toMatch(/^ARG NODE_IMAGE=node:(22|24)-bookworm-slim$/m);
+    expect(dockerfile).toMatch(/RUN npm ci --omit=dev/);
+    expect(dockerfile).toMatch(/^CMD \["node", "dist\/host\.js"\]$/m);
     for (const name of [...HOSTS, ...WORKERS]) {
       const build = service(name).build;
       const context = typeof build === "string" ? build : build?.context;
       expect(context, `${name} build context`).toBe(".");
+      expect(typeof build === "string" || build?.target === undefined, `${name}: the default stage`).toBe(
+        true,
+      );
     }
-    const dockerfile = readFileSync(path.join(REPO_ROOT, "Dockerfile"), "utf8");
-    expect(dockerfile).toMatch(/^FROM node:20-bookworm-slim/m);
-    expect(dockerfile).toMatch(/npm ci/);
-    for (const name of HOSTS) expect(String(service(name).command)).toMatch(/services\/host\/main\.ts/);
+    expect(service("web").build).toMatchObject({ context: ".", target: "web" });
+    for (const name of HOSTS) expect(service(name).command).toEqual(["node", "dist/host.js"]);
     for (const name of WORKERS) {
-      expect(String(service(name).command)).toMatch(/services\/agent\/main\.ts/);
+      expect(service(name).command).toEqual(["node", "dist/agent.js"]);
       expect(service(name).user).toBe("node");
+      expect(service(name).read_only).toBe(true);
+    }
+  });
+
+  it("gives the hosts exactly what bubblewrap needs from Docker, and the workers none of it", () => {
+    for (const name of HOSTS) {
+      expect(service(name).security_opt?.slice().sort(), name).toEqual([
+        "apparmor=unconfined",
+        "seccomp=unconfined",
+        "systempaths=unconfined",
+      ]);
+      expect(service(name).devices).toEqual(["/dev/net/tun:/dev/net/tun"]);
+      expect(service(name)).not.toHaveProperty("privileged");
+      expect(service(name)).not.toHaveProperty("cap_add");
+    }
+    for (const name of [...WORKERS, "web"]) {
+      expect(service(name).security_opt, name).toBeUndefined();
+      expect(service(name).devices, name).toBeUndefined();
+    }
+  });
+
+  it("checks each host's health on /readyz at the port it listens on; workers wait for a healthy host", () => {
+    for (const name of HOSTS) {
+      const env = envOf(service(name));
+      const { port, wildcard } = listener(env);
+      expect(wildcard, "reachable by a scraper on the compose network").toBe(true);
+      const test = (service(name).healthcheck?.test ?? []).join(" ");
+      expect(test).toContain(`http://127.0.0.1:${port}${HTTP_ROUTES.ready}`);
+      expect(publishedPorts(service(name)).length).toBe(1);
+      expect(String(service(name).ports?.[0]).endsWith(`:${port}`)).toBe(true);
+    }
+    for (const name of WORKERS) {
+      const deps = service(name).depends_on as Record<string, { condition?: string }>;
+      expect(deps.host1?.condition, name).toBe("service_healthy");
     }
   });
 
@@ -316,13 +379,54 @@ describe("docker-compose.yml", () => {
     for (const name of WORKERS) expect(envOf(service(name)).DATABASE_URL, name).toBeUndefined();
   });
 
-  it("documents every variable the hosts and workers are given in docs/operations.md", () => {
+  it("gives hosts and workers only variables the code (or node) reads, each documented in docs/operations.md", () => {
     const documented = documentedVariables();
     for (const name of [...HOSTS, ...WORKERS]) {
-      for (const variable of Object.keys(envOf(service(name)))) {
+      const env = envOf(service(name));
+      expect(unreadVariables(env), name).toEqual([]);
+      for (const variable of Object.keys(env)) {
+        if (variable === "HOME") continue;
         expect(documented.has(variable), `${variable} (${name}) in docs/operations.md`).toBe(true);
       }
     }
+  });
+
+  it("each host's and worker's settings pass its own configuration reader (as at start)", () => {
+    for (const name of HOSTS) {
+      const config = hostConfigOf(envOf(service(name)));
+      expect(config.devMode).toBe(false);
+      expect(config.hostId).toBe(name);
+      expect(config.workspaceRoots).toEqual(["/workspaces"]);
+      expect(config.sandboxGrantAcl).toBe(true);
+    }
+    for (const name of WORKERS) {
+      const written = (raw.services as Record<string, ComposeService>)[name]?.volumes ?? [];
+      const models = String(written.map(String).find((v) => v.includes("models.json")));
+      const source = /^\$\{PI_MODELS_FILE:-\.\/([^}]+)\}:(\S+):ro$/.exec(models);
+      expect(source, models).not.toBeNull();
+      expect(envOf(service(name)).PI_MODELS_JSON).toBe(source![2]);
+      const config = workerConfigOf(envOf(service(name)), source![1]);
+      expect(config.workerId).toBe(name);
+      expect(config.models.fileProviders).toEqual(["local"]);
+    }
+  });
+
+  it("trusts the compose CA in every process that talks to NATS (NODE_EXTRA_CA_CERTS, mounted read-only)", () => {
+    for (const name of [...HOSTS, ...WORKERS]) {
+      const ca = envOf(service(name)).NODE_EXTRA_CA_CERTS;
+      expect((service(name).volumes ?? []).map(String), name).toContain(`./.compose/tls/ca.pem:${ca}:ro`);
+    }
+  });
+
+  it("serves the console built for the websocket NATS listens on, from an origin NATS lets in", () => {
+    const web = service("web").build as { args?: Record<string, string> };
+    const ws = new URL(String(web.args?.PI_WEB_WS_URL));
+    expect(ws.protocol).toBe("wss:");
+    expect(web.args?.PI_WEB_PREFIX).toBe(team.prefix);
+    const wsPort = String(team.websocket?.listen).split(":").pop();
+    expect(service("nats").ports).toContain(`127.0.0.1:${ws.port}:${wsPort}`);
+    const published = publishedPorts(service("web"))[0];
+    expect(team.websocket?.allowedOrigins).toContain(`http://localhost:${published}`);
   });
 });
 
@@ -367,23 +471,14 @@ describe("docker-compose.yml on the generated NATS configuration", () => {
 });
 
 describe("docs/operations.md configuration table", () => {
-  it("lists every environment variable the services read", () => {
+  it("lists every environment variable the services read, and the runtime's that compose sets", () => {
     const documented = documentedVariables();
-    const osVariables = new Set(["PATH", "HOME", "USER", "TMPDIR"]);
-    const read = new Map<string, string>();
-    for (const file of sourceFiles(path.join(REPO_ROOT, "services"))) {
-      const text = readFileSync(file, "utf8");
-      // env.NAME, env["NAME"], and helpers called as someHelper(env, "NAME", ...)
-      const uses =
-        /\benv(?:\.([A-Z][A-Z0-9_]+)|\[["']([A-Z][A-Z0-9_]+)["']\])|\(\s*env\s*,\s*["']([A-Z][A-Z0-9_]+)["']/g;
-      for (const m of text.matchAll(uses)) {
-        const variable = m[1] ?? m[2] ?? m[3];
-        if (variable && !osVariables.has(variable)) read.set(variable, path.relative(REPO_ROOT, file));
-      }
-    }
+    const read = variablesRead();
     expect(read.size).toBeGreaterThan(5);
     for (const [variable, file] of read) {
       expect(documented.has(variable), `${variable} (read in ${file}) in docs/operations.md`).toBe(true);
     }
+    expect(RUNTIME_VARIABLES.has("NODE_EXTRA_CA_CERTS")).toBe(true);
+    expect(documented.has("NODE_EXTRA_CA_CERTS")).toBe(true);
   });
 });

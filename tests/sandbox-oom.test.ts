@@ -37,13 +37,14 @@ describe("a sandbox's oom_score_adj", () => {
     });
     expect(out[0]).toBe("1000");
     if (capable) {
-      expect(status.sandbox).toEqual({ oomScorePinned: true });
+      expect(status.sandbox).toEqual({ available: true, oomScorePinned: true });
       expect(r.code).toBe("TOOL_FAILED");
       expect(out).toEqual(["1000", "1000"]);
     } else {
       // This machine: root without CAP_SYS_RESOURCE. The sandbox can lower it, and the host says so.
       expect(out).toEqual(["1000", "lowered", "0"]);
       expect(status.sandbox).toEqual({
+        available: true,
         oomScorePinned: false,
         reason: expect.stringContaining("CAP_SYS_RESOURCE"),
       });

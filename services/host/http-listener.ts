@@ -17,6 +17,9 @@ export function formatListenAddress(a: { host: string; port: number }): string {
   return a.host.includes(":") ? `[${a.host}]:${a.port}` : `${a.host}:${a.port}`;
 }
 
+/** The routes the listener serves (what compose and the Kubernetes probes and scrapes point at). */
+export const HTTP_ROUTES = { health: "/healthz", ready: "/readyz", metrics: "/metrics" } as const;
+
 /** Why the host is not ready: each failing condition by name, none when it is. */
 export interface Readiness {
   /** A `SELECT 1` that answers within its bound (the caller bounds it). */
@@ -25,6 +28,8 @@ export interface Readiness {
   /** The startup fence ran and the host serves (host.ready). */
   serving: () => boolean;
   draining: () => boolean;
+  /** A tool sandbox starts on this host (tools/sandbox-probe.ts: probed once at start, never per request). */
+  sandbox: () => boolean;
 }
 
 /** How long /readyz waits for the database before it says it is not ready. */
@@ -53,6 +58,7 @@ export async function notReady(r: Readiness): Promise<string[]> {
   if (r.draining()) failing.push("draining");
   if (!r.nats()) failing.push("nats");
   if (!(await within(READY_DB_TIMEOUT_MS, r.database))) failing.push("database");
+  if (!r.sandbox()) failing.push("sandbox");
   return failing;
 }
 
@@ -79,8 +85,8 @@ export async function startHttpListener(deps: {
       return;
     }
     const work = async () => {
-      if (route === "/healthz") return send(res, 200, "text/plain; charset=utf-8", "ok\n");
-      if (route === "/readyz") {
+      if (route === HTTP_ROUTES.health) return send(res, 200, "text/plain; charset=utf-8", "ok\n");
+      if (route === HTTP_ROUTES.ready) {
         const failing = await notReady(deps.readiness);
         return send(
           res,
@@ -89,7 +95,7 @@ export async function startHttpListener(deps: {
           JSON.stringify(failing.length === 0 ? { ready: true } : { ready: false, notReady: failing }),
         );
       }
-      if (route === "/metrics") {
+      if (route === HTTP_ROUTES.metrics) {
         const m = await deps.scrape();
         return send(res, 200, m.contentType, m.body);
       }

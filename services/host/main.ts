@@ -51,6 +51,7 @@ import { createNotices } from "./sessions/notices.ts";
 import { createToolPipeline } from "./sessions/tool-pipeline.ts";
 import { cleanupLeftoverCgroups, sandboxLimits } from "./tools/sandbox-limits.ts";
 import { oomScorePin } from "./tools/sandbox-oom.ts";
+import { sandboxAvailability, sandboxStatus } from "./tools/sandbox-probe.ts";
 import { createToolRunner } from "./tools/tool-runner.ts";
 import { createToolAborts } from "./tools/tool-aborts.ts";
 import { createToolAdmission } from "./tools/tool-admission.ts";
@@ -372,7 +373,7 @@ async function main(): Promise<void> {
         maxPageBytes: Math.floor((maxPayload / 2) * 0.75),
         models: modelChoice,
         workers,
-        sandbox: () => oomScorePin(config.tools.sandbox),
+        sandbox: () => sandboxStatus(config.tools.sandbox),
       }),
       ...createProjectsApi({
         store: projects,
@@ -405,6 +406,14 @@ async function main(): Promise<void> {
   const leftover = await cleanupLeftoverCgroups(config.tools.sandbox);
   const bounds = (await sandboxLimits(config.tools.sandbox)).describe();
   const oom = await oomScorePin(config.tools.sandbox);
+  // Whether a tool sandbox starts here at all: said once, loudly, and /readyz names `sandbox` if not.
+  const sandbox = await sandboxAvailability(config.tools.sandbox);
+  if (!sandbox.available)
+    log.error("host.sandbox_unavailable", {
+      reason: sandbox.unavailableReason,
+      message:
+        "no tool sandbox starts on this host: Bash, BrowserPreview and the file tools are SANDBOX_UNAVAILABLE, /readyz answers 503 naming sandbox",
+    });
   log[bounds.kind === "none" || !oom.oomScorePinned ? "warn" : "info"]("host.sandbox_bounds", {
     ...bounds,
     leftoverRemoved: leftover.removed,
@@ -449,6 +458,7 @@ async function main(): Promise<void> {
     nats: () => natsUp && !nc.isClosed() && !rpcNc.isClosed(),
     serving: () => serving,
     draining: () => drain.draining,
+    sandbox: () => sandbox.available,
   };
   const httpListen = config.httpListen;
   const http: HttpListener | null = httpListen

@@ -353,11 +353,17 @@ export const HostStatus = Type.Object({
   /** Settings admins only: whether this host is ready (as its /readyz says) and what is failing. */
   readiness: Type.Optional(Type.Object({ ready: Type.Boolean(), failing: Type.Array(Type.String()) })),
   /**
-   * Settings admins only: whether a sandbox's oom_score_adj 1000 is a floor it cannot lower
-   * (docs/security.md); when not, why.
+   * Settings admins only: whether a tool sandbox starts on this host at all (probed at start; when
+   * not, the exact reason, and /readyz names `sandbox`), and whether a sandbox's oom_score_adj 1000
+   * is a floor it cannot lower (docs/security.md); when not, why.
    */
   sandbox: Type.Optional(
-    Type.Object({ oomScorePinned: Type.Boolean(), reason: Type.Optional(Type.String()) }),
+    Type.Object({
+      available: Type.Boolean(),
+      unavailableReason: Type.Optional(Type.String()),
+      oomScorePinned: Type.Boolean(),
+      reason: Type.Optional(Type.String()),
+    }),
   ),
 });
 export type HostStatus = Static<typeof HostStatus>;

@@ -26,12 +26,28 @@ export interface ManagedProcess {
 
 const live = new Set<ManagedProcess>();
 
+export interface SpawnOptions {
+  /** `node` runs built JavaScript as it is (dist/, `npm run build`); default: tsx's loader. */
+  runner?: "tsx" | "node";
+  /** A command the process runs under (e.g. bwrap with a seccomp filter, as a container runtime). */
+  wrap?: string[];
+  /** The program and its arguments instead of this node and `entry` (e.g. an image's node). */
+  command?: string[];
+}
+
 export function spawnTs(
   entry: string,
   env: Record<string, string | undefined>,
   args: string[] = [],
+  opts: SpawnOptions = {},
 ): ManagedProcess {
-  const child = spawn(process.execPath, ["--import", "tsx", path.join(REPO_ROOT, entry), ...args], {
+  const loader = opts.runner === "node" ? [] : ["--import", "tsx"];
+  const argv = [
+    ...(opts.wrap ?? []),
+    ...(opts.command ?? [process.execPath, ...loader, path.join(REPO_ROOT, entry)]),
+    ...args,
+  ];
+  const child = spawn(argv[0]!, argv.slice(1), {
     cwd: REPO_ROOT,
     env: { PATH: process.env.PATH, HOME: process.env.HOME, ...env } as NodeJS.ProcessEnv,
     stdio: ["ignore", "pipe", "pipe"],
@@ -172,12 +188,16 @@ export function startHost(s: StackEnv): ManagedProcess {
   return spawnTs("services/host/main.ts", hostEnv(s));
 }
 
-export function startWorker(s: StackEnv): ManagedProcess {
-  return spawnTs("services/agent/main.ts", {
+export function workerEnv(s: StackEnv): Record<string, string> {
+  return {
     NATS_URL: s.natsUrl,
     PI_PREFIX: s.prefix,
     PI_DEV_MODE: "1",
     ...(s.callLog ? { PI_SCRIPTED_CALL_LOG: s.callLog } : {}),
     ...s.extra,
-  });
+  };
+}
+
+export function startWorker(s: StackEnv): ManagedProcess {
+  return spawnTs("services/agent/main.ts", workerEnv(s));
 }

@@ -81,11 +81,12 @@ export interface PrivateNats {
  * Starts a private nats-server (JetStream on) on a free loopback port; with `auth`, the server
  * requires that user and password (and the readiness probe connects with them). With `configFile`
  * (for example what `pihost nats-config` wrote) the server runs that configuration, `auth` then
- * naming one of its users for the probe; address, port and store folder are still the test's.
+ * naming one of its users for the probe; address, port and store folder are still the test's. With
+ * `caFile` the probe checks a TLS server against that CA.
  */
 export async function startPrivateNats(
   auth?: { user: string; pass: string },
-  opts: { configFile?: string } = {},
+  opts: { configFile?: string; caFile?: string } = {},
 ): Promise<PrivateNats> {
   const port = await freePort();
   const dir = mkdtempSync(path.join(os.tmpdir(), "pihost-nats-"));
@@ -123,7 +124,12 @@ export async function startPrivateNats(
   const deadline = Date.now() + 10_000;
   for (;;) {
     try {
-      const nc = await connect({ servers: url, reconnect: false, ...(auth ?? {}) });
+      const nc = await connect({
+        servers: url,
+        reconnect: false,
+        ...(auth ?? {}),
+        ...(opts.caFile ? { tls: { caFile: opts.caFile } } : {}),
+      });
       await nc.close();
       break;
     } catch (err) {

@@ -33,6 +33,7 @@ import type { ModelChoice } from "../sessions/model-choice.ts";
 import type { WorkerRegistry } from "../sessions/worker-registry.ts";
 import { countSessionLeases, turnOfIdempotencyKey } from "../store/session-facts.ts";
 import { ownSessionsHere, readHostStatusRows } from "../store/host-status-rows.ts";
+import type { SandboxStatus } from "../tools/sandbox-probe.ts";
 import {
   canAccess,
   type SessionRow,
@@ -75,8 +76,11 @@ export function createClientApi(deps: {
   natsReachable?: () => boolean;
   /** What /readyz finds failing (http-listener.ts notReady), for host.status; none: from `reachable`. */
   readiness?: () => Promise<string[]>;
-  /** Whether the sandboxes' oom_score_adj is pinned (tools/sandbox-oom.ts), for settings admins. */
-  sandbox?: () => Promise<{ oomScorePinned: boolean; reason?: string }>;
+  /**
+   * Whether a tool sandbox starts here and its oom_score_adj is pinned (tools/sandbox-probe.ts,
+   * sandbox-oom.ts: each probed once at start), for settings admins.
+   */
+  sandbox?: () => Promise<SandboxStatus>;
   /** Which model a session runs (sessions/model-choice.ts); none: any, the scripted demo by default. */
   models?: ModelChoice;
   /** The workers heard from lately and what they serve (models.list, workers.list, session.create). */

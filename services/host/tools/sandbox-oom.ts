@@ -24,6 +24,30 @@ export async function hasCapSysResource(): Promise<boolean | null> {
   return hex === undefined ? null : ((BigInt(`0x${hex}`) >> CAP_SYS_RESOURCE) & 1n) === 1n;
 }
 
+/** A probe's run: an empty environment, in /, its first 2 KiB of stderr, ended after `timeoutMs`. */
+export function runProbe(
+  argv: readonly string[],
+  timeoutMs = PROBE_TIMEOUT_MS,
+): Promise<{ code: number | null; stderr: string; error?: string }> {
+  return new Promise((resolve) => {
+    const child = spawn(argv[0]!, argv.slice(1), {
+      stdio: ["ignore", "ignore", "pipe"],
+      env: {},
+      cwd: "/",
+      timeout: timeoutMs,
+    });
+    let stderr = "";
+    child.stderr.setEncoding("utf8");
+    child.stderr.on("data", (d: string) => {
+      if (stderr.length < 2048) stderr += d;
+    });
+    child.on("error", (err) => resolve({ code: null, stderr: err.message, error: err.message }));
+    child.on("close", (code, signal) =>
+      resolve({ code, stderr: stderr.trim(), ...(signal ? { error: `ended by ${signal}` } : {}) }),
+    );
+  });
+}
+
 /**
  * The probe, as a sandbox launcher does it: a root shell writes 1000, execs setpriv to the sandbox
  * user, which tries to write 999. Exit 0: refused and still 1000 (pinned); 1: lowered; else failed.
@@ -31,21 +55,7 @@ export async function hasCapSysResource(): Promise<boolean | null> {
 function probe(setpriv: string, userArgs: string[]): Promise<{ code: number | null; stderr: string }> {
   const lower = `echo ${OOM_SCORE_ADJ - 1} > /proc/self/oom_score_adj 2>/dev/null && exit 1; read v < /proc/self/oom_score_adj; [ "$v" = ${OOM_SCORE_ADJ} ] || exit 4`;
   const root = `echo ${OOM_SCORE_ADJ} > /proc/self/oom_score_adj || exit 3; exec "$@"`;
-  return new Promise((resolve) => {
-    const child = spawn("/bin/sh", ["-c", root, "sh", setpriv, ...userArgs, "/bin/sh", "-c", lower], {
-      stdio: ["ignore", "ignore", "pipe"],
-      env: {},
-      cwd: "/",
-      timeout: PROBE_TIMEOUT_MS,
-    });
-    let stderr = "";
-    child.stderr.setEncoding("utf8");
-    child.stderr.on("data", (d: string) => {
-      if (stderr.length < 2048) stderr += d;
-    });
-    child.on("error", (err) => resolve({ code: null, stderr: err.message }));
-    child.on("close", (code) => resolve({ code, stderr: stderr.trim() }));
-  });
+  return runProbe(["/bin/sh", "-c", root, "sh", setpriv, ...userArgs, "/bin/sh", "-c", lower]);
 }
 
 async function findOut(user: string): Promise<OomPin> {

@@ -142,11 +142,7 @@ describe("connectConsole", () => {
     await settle();
     fake.publish("pi.evt.alice.s1.turn.started", stored(3, 12));
     const since = fake.requests.filter((r) => r.subject === "pi.rpc.alice.events.since").map((r) => r.body);
-    expect(since).toEqual([
-      { after: "now" },
-      { after: at(9), limit: 500 },
-      { after: at(12), limit: 500 },
-    ]);
+    expect(since).toEqual([{ after: "now" }, { after: at(9), limit: 500 }, { after: at(12), limit: 500 }]);
     expect(items.filter((i) => i.type !== "delta").map((i) => i.seq)).toEqual([1, 2, 3, 4]);
     expect(states.slice(-2).map(([s]) => s)).toEqual(["catching-up", "connected"]);
     expect(resyncs).toBe(2);
