@@ -20,6 +20,7 @@ export const HOST_OWNERSHIP = "1700000000013_host-ownership";
 export const LEASE_OLD_ROW = "1700000000014_lease-old-row";
 export const RUN_HISTORY_DELETE = "1700000000015_run-history-delete";
 export const EVENT_CURSOR_BY_TX = "1700000000016_event-cursor-by-transaction";
+export const STATEMENT_REFUSAL = "1700000000017_statement-refusal";
 export const ALL = [
   LEGACY,
   PLAN_MODE,
@@ -37,6 +38,7 @@ export const ALL = [
   LEASE_OLD_ROW,
   RUN_HISTORY_DELETE,
   EVENT_CURSOR_BY_TX,
+  STATEMENT_REFUSAL,
 ];
 /** Every migration after the legacy layout, in order. */
 export const AFTER_LEGACY = ALL.slice(1);

@@ -10,7 +10,7 @@ import type { EventBodies, EventType } from "../../protocol/events.ts";
 import { errorFields, type Logger } from "../../protocol/log.ts";
 import { eventSubject } from "../../protocol/subjects.ts";
 import type { Clock, TimerHandle } from "../clock.ts";
-import { type AppendedEvent, type EventStore, storedBody } from "../store/event-store.ts";
+import { type AppendedEvent, type EventStore, storedBody, type WrittenEvent } from "../store/event-store.ts";
 
 /** Room kept under max_payload for an event's subject and protocol line. */
 const EVENT_SLACK_BYTES = 16 * 1024;
@@ -170,6 +170,38 @@ export function createEventPublisher({
           return r.event;
         }),
       ).then(() => value);
+    },
+
+    /**
+     * Runs a statement that appends several events with the rows they belong to (event-store.ts
+     * `appendEventsCtes`), after the session's earlier events, and publishes each it wrote, in order,
+     * to the owner and the approvers the statement read. Resolves with its value; rejects when it
+     * failed (nothing published).
+     */
+    publishRows<R>(
+      to: Audience,
+      write: (at: Date) => Promise<{ events: WrittenEvent[]; approvers: readonly string[]; value: R }>,
+    ): Promise<R> {
+      const at = clock.date();
+      let value: R;
+      return enqueue(to.sessionId, async () => {
+        let written: Awaited<ReturnType<typeof write>>;
+        try {
+          written = await write(at);
+        } catch (err) {
+          log.warn("host.events_not_stored", { sessionId: to.sessionId, ...errorFields(err) });
+          throw err;
+        }
+        value = written.value;
+        for (const e of written.events)
+          send(
+            to,
+            e.type as EventType,
+            e.body,
+            { type: e.type, sessionId: to.sessionId, at: at.toISOString(), seq: e.seq, cursor: e.cursor },
+            written.approvers,
+          );
+      }).then(() => value);
     },
 
     /**

@@ -118,33 +118,16 @@ export function createPlanActors(deps: PlanActorDeps) {
 
     /** plans.resolve on the pending approval: approve queues the execution turn, reject returns to planning. */
     async resolvePlan(sessionId: string, principal: string, params: PlansResolveParams): Promise<StepOutput> {
-      const outcome = await plans.resolve(principal, params, { readOnly: false });
+      // The decision and its events (turn.ended, plan.changed, and session.changed for an approval,
+      // from the committed row) are one statement, published in the session's order of events.
+      const outcome = await plans.resolve(principal, params, {
+        readOnly: false,
+        record: (write) => events.publishRows(audience(sessionId), write),
+      });
       const p = outcome.proposal;
-      if (outcome.kind === "approved") {
-        events.publish(audience(sessionId), "turn.ended", { turnId: p.turnId, status: "completed" });
-        events.publish(audience(sessionId), "plan.changed", {
-          state: "inactive",
-          action: "approved",
-          proposal: p,
-          status: p.status,
-          ...(p.targetPermissionMode ? { targetPermissionMode: p.targetPermissionMode } : {}),
-          execution: { executionId: p.executionId!, state: "queued" },
-        });
-        // Committed: what follows is a hint and must not turn the approval into an error reply
-        // (the actor would then disagree with the rows). A lost connection skips session.changed.
-        await publishSession(sessionId).catch(() => {});
+      if (outcome.kind === "approved")
         return { activeTurnId: outcome.executionTurnId, activeTurnKind: "execution", result: p };
-      }
-      if (outcome.kind === "rejected") {
-        events.publish(audience(sessionId), "turn.ended", { turnId: p.turnId, status: "completed" });
-        events.publish(audience(sessionId), "plan.changed", {
-          state: "planning",
-          action: "rejected",
-          proposal: p,
-          status: p.status,
-        });
-        return { pendingProposalId: null, result: p };
-      }
+      if (outcome.kind === "rejected") return { pendingProposalId: null, result: p };
       if (p.status === "expired") {
         publishExpired(sessionId, p);
         return { pendingProposalId: null, result: new AppError("PLAN_APPROVAL_TIMEOUT") };

@@ -65,6 +65,70 @@ export function appendEventCtes(first: number, tag = "e"): string {
      )`;
 }
 
+/** One event of a bigger statement: its type, and its body as an SQL expression (jsonb). */
+export interface EventSql {
+  type: string;
+  body: string;
+}
+
+/**
+ * The common table expressions that append `events`, in this order, for the session `sid` (an SQL
+ * expression) at `at`, only when `when` (an SQL condition, say on the statement's own row change)
+ * holds: one change of the session's counter row for all of them. `evs_<tag>` returns each appended
+ * row (`seq`, `cursor`, `tx` as text, `type`, `body`); `appendedEventsColumn` collects them.
+ */
+export function appendEventsCtes(
+  sid: string,
+  at: string,
+  events: readonly EventSql[],
+  when: string,
+  tag = "e",
+): string {
+  const n = events.length;
+  const values = events
+    .map((e, i) => {
+      if (!/^[a-z][a-z.]*$/.test(e.type)) throw new Error(`not an event type: ${e.type}`);
+      return `(${i + 1}, '${e.type}', (${e.body})::jsonb)`;
+    })
+    .join(", ");
+  return `seqs_${tag} AS (
+       INSERT INTO session_event_seqs (session_id, last_seq) SELECT ${sid}, ${n} WHERE ${when}
+       ON CONFLICT (session_id) DO UPDATE SET last_seq = session_event_seqs.last_seq + ${n}
+       RETURNING last_seq
+     ), evs_${tag} AS (
+       INSERT INTO session_events (session_id, seq, type, body, bytes, at)
+       SELECT ${sid}, q.last_seq - ${n} + x.i, x.type, x.body, octet_length(x.body::text), ${at}
+         FROM seqs_${tag} q, (VALUES ${values}) AS x(i, type, body)
+       RETURNING seq, cursor, tx::text AS tx, type, body
+     )`;
+}
+
+/** The SELECT column of `appendEventsCtes`'s rows, oldest first, as JSON (`AS events`). */
+export function appendedEventsColumn(tag = "e"): string {
+  return `(SELECT coalesce(json_agg(json_build_object('seq', seq, 'cursor', cursor, 'tx', tx, 'type', type, 'body', body)
+            ORDER BY seq), '[]'::json) FROM evs_${tag}) AS events`;
+}
+
+/** One appended event as a statement returns it (appendedEventsColumn), ready to publish. */
+export interface WrittenEvent {
+  type: string;
+  body: Record<string, unknown>;
+  seq: number;
+  cursor: EventCursor;
+}
+
+export function writtenEvents(column: unknown): WrittenEvent[] {
+  return (
+    (column as Array<{
+      seq: number;
+      cursor: string | number;
+      tx: string;
+      type: string;
+      body: Record<string, unknown>;
+    }>) ?? []
+  ).map((e) => ({ type: e.type, body: e.body, seq: Number(e.seq), cursor: cursorOf(e.tx, e.cursor) }));
+}
+
 /** The parameters of `appendEventCtes`, in its order. */
 export function appendEventParams(sessionId: string, type: string, body: Record<string, unknown>, at: Date) {
   const stored = storedBody(body);

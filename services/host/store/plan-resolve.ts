@@ -1,15 +1,16 @@
-// plans.resolve (docs/architecture.md "Plans"): the checks in the documented order, then the reject
-// or the approve transaction (row, execution turn, session mode and permission mode, audit).
+// plans.resolve (docs/architecture.md "Plans"): one read, the checks in the documented order on it,
+// the plan file hashed outside any lock, then the reject or the approve as one statement with its
+// events (plan-resolve-statements.ts: row, execution turn, session mode and permission mode, audit).
 import { AppError } from "../../protocol/app-error.ts";
 import {
   EXECUTION_PERMISSION_MODES,
   type PlansResolveParams,
   type ProposalView,
 } from "../../protocol/schemas.ts";
-import { newId } from "../ids.ts";
-import { appendAudit } from "./audit-log.ts";
-import { commitOutcomeUnknown, isConnectionLost, type Tx, withTransaction } from "./db.ts";
+import { commitOutcomeUnknown, isConnectionLost, withTransaction } from "./db.ts";
+import type { WrittenEvent } from "./event-store.ts";
 import { readPlanArtifact, sha256Hex } from "./plan-artifact.ts";
+import { approveStatement, isRefused, readForResolve, rejectStatement } from "./plan-resolve-statements.ts";
 import { type ApprovalRow, type PlanRows, type PlanStoreDeps, proposalView } from "./plan-rows.ts";
 import { canAccess } from "./session-store.ts";
 
@@ -23,9 +24,25 @@ export type ResolveOutcome =
   | { kind: "rejected"; proposal: ProposalView }
   | { kind: "recorded"; proposal: ProposalView };
 
+/** A statement's write with the events it appended, as the event publisher runs and publishes it. */
+export type ResolveWrite = (
+  at: Date,
+) => Promise<{ events: WrittenEvent[]; approvers: string[]; value: ResolveOutcome }>;
+
+export interface ResolveOptions {
+  /** No pending approval is held by the session actor: a still-pending row is never transitioned. */
+  readOnly: boolean;
+  /**
+   * Runs the decision's statement in the session's order of events and publishes what it wrote
+   * (sessions/event-publisher.ts `publishRows`); without it the statement runs and nothing is
+   * published (the rows and events are written all the same).
+   */
+  record?: (write: ResolveWrite) => Promise<ResolveOutcome>;
+}
+
 export function planResolve(deps: PlanStoreDeps, rows: PlanRows) {
-  const { db, clock, sessions } = deps;
-  const { lockRow, endParkedTurn, expireRow } = rows;
+  const { db, clock } = deps;
+  const { lockRow, expireRow } = rows;
   /**
    * plans.resolve, checks in the order of docs/protocol.md. With `readOnly` (no pending approval is held by
    * the session actor) a still-pending row is a concurrent change, never transitioned here.
@@ -33,13 +50,28 @@ export function planResolve(deps: PlanStoreDeps, rows: PlanRows) {
   async function resolve(
     principal: string,
     p: PlansResolveParams,
-    opts: { readOnly: boolean },
+    opts: ResolveOptions,
   ): Promise<ResolveOutcome> {
     try {
-      return await resolveOnce(principal, p, opts);
+      // A decision that lost a race to another (its row changed between the read and the write) reads
+      // again: the row is then resolved, and the checks answer as for any later request (the recorded
+      // result, or PLAN_ALREADY_RESOLVED); only a caller that named a version gets the conflict.
+      for (let attempt = 1; ; attempt++) {
+        try {
+          return await resolveOnce(principal, p, opts);
+        } catch (err) {
+          const raced = err instanceof AppError && err.details?.raced === true;
+          if (!raced || p.version !== undefined || attempt >= 3) throw err;
+        }
+      }
     } catch (err) {
-      // The connection was lost in COMMIT: the resolution may have committed. Tell the truth.
-      if (!commitOutcomeUnknown(err)) throw err;
+      // The connection was lost while the decision's statement ran (or in a COMMIT): it may have
+      // committed. Tell the truth.
+      if (
+        !commitOutcomeUnknown(err) &&
+        !(isConnectionLost(err) && (err as { inDecision?: boolean }).inDecision)
+      )
+        throw err;
       return outcomeAfterLostCommit(principal, p, err);
     }
   }
@@ -87,116 +119,76 @@ export function planResolve(deps: PlanStoreDeps, rows: PlanRows) {
   async function resolveOnce(
     principal: string,
     p: PlansResolveParams,
-    opts: { readOnly: boolean },
+    opts: ResolveOptions,
   ): Promise<ResolveOutcome> {
-    return withTransaction(db, async (tx) => {
-      const row = await lockRow(tx, p.proposalId);
-      if (!row) throw new AppError("PLAN_NOT_FOUND");
-      const session = await sessions.getRow(tx, row.session_id, !opts.readOnly);
-      if (!canAccess(session, principal)) throw new AppError("FORBIDDEN");
-      if (
-        p.sessionId !== row.session_id ||
-        p.turnId !== row.turn_id ||
-        p.toolCallId !== row.tool_call_id ||
-        row.status === "interrupted"
-      ) {
-        throw new AppError("PLAN_APPROVAL_STALE", undefined, { details: { status: row.status } });
-      }
-      if (p.action !== "approve" && p.action !== "reject") throw new AppError("PLAN_INVALID_ACTION");
-      const mode = p.targetPermissionMode;
-      if (p.action === "approve") {
-        if (mode === undefined || mode === null) throw new AppError("PLAN_PERMISSION_MODE_REQUIRED");
-        if (!(EXECUTION_PERMISSION_MODES as readonly string[]).includes(mode))
-          throw new AppError("PLAN_PERMISSION_MODE_INVALID");
-      }
-      if (row.status !== "pending") {
-        const same =
-          row.action === p.action && (p.action === "reject" || row.target_permission_mode === mode);
-        if (row.status === "expired") throw new AppError("PLAN_APPROVAL_TIMEOUT");
-        if (same) return { kind: "recorded", proposal: proposalView(row) };
-        throw new AppError("PLAN_ALREADY_RESOLVED", undefined, {
-          details: { status: row.status, action: row.action },
-        });
-      }
-      const now = clock.date();
-      if (row.deadline.getTime() <= now.getTime()) {
-        if (opts.readOnly) throw new AppError("PLAN_APPROVAL_CONFLICT");
-        // The expiry commits even though the caller gets an error: the deadline is absolute.
-        const expired = await expireRow(tx, row);
-        return { kind: "recorded", proposal: proposalView(expired) };
-      }
-      // The file must still be the plan that was submitted: re-hashed here, under the row lock. A
-      // mismatch changes nothing (the row stays pending, Reject still works).
-      if (p.action === "approve") await assertArtifactUnchanged(tx, row, session.project_id);
+    // One read of the row, its session and its project: every check below is decided on it, and the
+    // write re-checks by version that nothing changed since.
+    const found = await readForResolve(db, p.proposalId);
+    if (!found) throw new AppError("PLAN_NOT_FOUND");
+    const { row, session } = found;
+    if (!canAccess(session, principal)) throw new AppError("FORBIDDEN");
+    if (
+      p.sessionId !== row.session_id ||
+      p.turnId !== row.turn_id ||
+      p.toolCallId !== row.tool_call_id ||
+      row.status === "interrupted"
+    ) {
+      throw new AppError("PLAN_APPROVAL_STALE", undefined, { details: { status: row.status } });
+    }
+    if (p.action !== "approve" && p.action !== "reject") throw new AppError("PLAN_INVALID_ACTION");
+    const mode = p.targetPermissionMode;
+    if (p.action === "approve") {
+      if (mode === undefined || mode === null) throw new AppError("PLAN_PERMISSION_MODE_REQUIRED");
+      if (!(EXECUTION_PERMISSION_MODES as readonly string[]).includes(mode))
+        throw new AppError("PLAN_PERMISSION_MODE_INVALID");
+    }
+    if (row.status !== "pending") {
+      const same = row.action === p.action && (p.action === "reject" || row.target_permission_mode === mode);
+      if (row.status === "expired") throw new AppError("PLAN_APPROVAL_TIMEOUT");
+      if (same) return { kind: "recorded", proposal: proposalView(row) };
+      throw new AppError("PLAN_ALREADY_RESOLVED", undefined, {
+        details: { status: row.status, action: row.action },
+      });
+    }
+    const now = clock.date();
+    if (row.deadline.getTime() <= now.getTime()) {
       if (opts.readOnly) throw new AppError("PLAN_APPROVAL_CONFLICT");
-      if (p.version !== undefined && p.version !== row.version) throw new AppError("PLAN_APPROVAL_CONFLICT");
-
-      await endParkedTurn(tx, row.turn_id, "completed");
-      if (p.action === "reject") {
-        const r = await tx.query(
-          `UPDATE plan_approvals SET status = 'rejected', action = 'reject', resolved_at = $2, resolved_by = $3, version = version + 1
-         WHERE id = $1 AND status = 'pending' AND version = $4 RETURNING *`,
-          [row.id, now, principal, row.version],
-        );
-        if (r.rowCount !== 1) throw new AppError("PLAN_APPROVAL_CONFLICT");
-        await sessions.appendTranscript(tx, row.session_id, row.turn_id, {
-          role: "user",
-          content: `[The plan "${row.title}" was rejected.]`,
-          timestamp: now.getTime(),
-        });
-        await appendAudit(tx, {
-          at: now,
-          principal,
-          sessionId: row.session_id,
-          turnId: row.turn_id,
-          action: "plan.reject",
-          decision: "reject",
-          details: { proposalId: row.id },
-        });
-        return { kind: "rejected", proposal: proposalView(r.rows[0]) };
-      }
-      // Approve: one transaction for row, execution, session mode and permission mode, and audit.
-      const executionId = newId("exe");
-      const executionTurnId = await sessions.insertTurn(tx, {
-        sessionId: row.session_id,
-        kind: "execution",
-        proposalId: row.id,
-        text: executionPrompt(row, mode as string),
+      // The expiry commits even though the caller gets an error: the deadline is absolute.
+      const expired = await withTransaction(db, async (tx) => {
+        const locked = await lockRow(tx, row.id);
+        return locked?.status === "pending" ? expireRow(tx, locked) : locked;
       });
-      const r = await tx.query(
-        `UPDATE plan_approvals SET status = 'approved', action = 'approve', target_permission_mode = $2, resolved_at = $3,
-         resolved_by = $4, version = version + 1, execution_id = $5, execution_state = 'queued', execution_turn_id = $6
-       WHERE id = $1 AND status = 'pending' AND version = $7 RETURNING *`,
-        [row.id, mode, now, principal, executionId, executionTurnId, row.version],
-      );
-      if (r.rowCount !== 1) throw new AppError("PLAN_APPROVAL_CONFLICT");
-      await tx.query(
-        "UPDATE sessions SET mode = 'agent', permission_mode = $2, version = version + 1, updated_at = $3 WHERE id = $1",
-        [row.session_id, mode, now],
-      );
-      await appendAudit(tx, {
-        at: now,
-        principal,
-        sessionId: row.session_id,
-        turnId: row.turn_id,
-        action: "plan.approve",
-        decision: "approve",
-        details: { proposalId: row.id, targetPermissionMode: mode, executionId },
+      return { kind: "recorded", proposal: proposalView(expired ?? row) };
+    }
+    // The file must still be the plan that was submitted: hashed now, outside any lock, and the
+    // write below commits only if the row is still the version that hash was compared with. A
+    // mismatch changes nothing (the row stays pending, Reject still works).
+    if (p.action === "approve") await assertArtifactUnchanged(row, session.workspace_root);
+    if (opts.readOnly) throw new AppError("PLAN_APPROVAL_CONFLICT");
+    if (p.version !== undefined && p.version !== row.version) throw new AppError("PLAN_APPROVAL_CONFLICT");
+    const record = opts.record ?? ((write: ResolveWrite) => write(now).then((w) => w.value));
+    const statement = p.action === "reject" ? rejectStatement : approveStatement;
+    const write: ResolveWrite = (at) =>
+      statement(db, { row, session, principal, mode: mode ?? "", at }).catch((err: unknown) => {
+        if (isConnectionLost(err)) Object.assign(err as object, { inDecision: true });
+        throw err;
       });
-      return { kind: "approved", proposal: proposalView(r.rows[0]), executionTurnId };
-    });
+    try {
+      return await record(write);
+    } catch (err) {
+      if (isRefused(err, "PLAN_APPROVAL_CONFLICT"))
+        throw new AppError("PLAN_APPROVAL_CONFLICT", undefined, { details: { raced: true } });
+      throw err;
+    }
   }
   return resolve;
 }
 
 /** PLAN_ARTIFACT_HASH_MISMATCH unless the plan file holds exactly the submitted bytes (a missing or unsafe file does not). */
-async function assertArtifactUnchanged(tx: Tx, row: ApprovalRow, projectId: string): Promise<void> {
-  const r = await tx.query<{ workspace_root: string }>("SELECT workspace_root FROM projects WHERE id = $1", [
-    projectId,
-  ]);
+async function assertArtifactUnchanged(row: ApprovalRow, workspaceRoot: string): Promise<void> {
   let actual: string | null = null;
   try {
-    actual = sha256Hex(await readPlanArtifact(r.rows[0]?.workspace_root ?? "", row.artifact_path));
+    actual = sha256Hex(await readPlanArtifact(workspaceRoot, row.artifact_path));
   } catch {
     actual = null;
   }
@@ -204,14 +196,4 @@ async function assertArtifactUnchanged(tx: Tx, row: ApprovalRow, projectId: stri
     throw new AppError("PLAN_ARTIFACT_HASH_MISMATCH", "the plan file changed since it was submitted", {
       details: { path: row.artifact_path, expected: row.artifact_sha256, actual },
     });
-}
-
-/** The execution turn's opening message: the approved artifact's path and exact content. */
-function executionPrompt(row: ApprovalRow, mode: string): string {
-  return [
-    `The plan "${row.title}" was approved with permission mode ${mode}. Execute it now.`,
-    `Plan file: ${row.artifact_path} (sha256 ${row.artifact_sha256})`,
-    "",
-    row.markdown,
-  ].join("\n");
 }
