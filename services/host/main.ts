@@ -23,8 +23,7 @@ import { readHostConfig } from "./host-config.ts";
 import { createDrainGate, startHostBus } from "./bus/host-bus.ts";
 import { migrateUp } from "./store/migrate.ts";
 import { createForwarding, forwardTimeoutMs } from "./bus/forward.ts";
-import { sessionOfRequest } from "./store/request-session.ts";
-import { leaseOf } from "./store/session-leases.ts";
+import { ownerOfRequest } from "./store/request-session.ts";
 import { reportOrphanArtifacts } from "./store/orphan-artifacts.ts";
 import { createWorkspaceAdvisoryLocks } from "./store/workspace-advisory-lock.ts";
 import { createPermissionGate } from "./sessions/permission-gate.ts";
@@ -492,10 +491,7 @@ async function main(): Promise<void> {
       hostId: config.hostId,
       timeoutMs: forwardTimeoutMs(process.env),
       log,
-      ownerOf: async (ref) => {
-        const sessionId = await sessionOfRequest(db, ref.field, ref.id);
-        return sessionId === null ? null : leaseOf(db, sessionId);
-      },
+      ownerOf: (ref) => ownerOfRequest(db, ref.field, ref.id),
     }),
     // A reply waits until the events its request raised are stored and published.
     client: afterEvents(events, countApprovals(hooks.client, metrics.approval)),

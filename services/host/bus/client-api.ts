@@ -23,6 +23,7 @@ import {
 import { type ClientApiMethod, PROTOCOL_VERSION } from "../../protocol/subjects.ts";
 import { splitProposal } from "../sessions/plan-events.ts";
 import type { Db } from "../store/db.ts";
+import type { RequestContext } from "./request-context.ts";
 import { readPlanArtifact, sha256Hex } from "../store/plan-artifact.ts";
 import type { PlanStore } from "../store/plan-store.ts";
 import { assertApproversAreMembers } from "../store/project-members.ts";
@@ -41,7 +42,8 @@ import {
   type StoredSessionView,
 } from "../store/session-store.ts";
 
-export type ClientHandler = (principal: string, params: unknown) => Promise<unknown>;
+/** A client method's handler; `ctx` carries what the bus's routing read found (host-bus.ts). */
+export type ClientHandler = (principal: string, params: unknown, ctx?: RequestContext) => Promise<unknown>;
 
 /** One `SELECT 1` within a second. */
 async function databaseReachable(db: Db): Promise<boolean> {
@@ -283,11 +285,12 @@ export function createClientApi(deps: {
       return view;
     },
 
-    "plans.resolve": async (principal, params) => {
+    "plans.resolve": async (principal, params, ctx) => {
       const p = decodeParams(PlansResolveParams, params);
-      // Routed by the row's own session: a forged sessionId in the request is refused as stale there.
-      const row = await plans.get(p.proposalId);
-      return supervisor.request(row.sessionId, (reply) => ({ type: "RESOLVE", params: p, principal, reply }));
+      // Routed by the row's own session (found by the bus's routing read, else read here): a forged
+      // sessionId in the request is refused as stale there.
+      const sessionId = ctx?.sessionId ?? (await plans.get(p.proposalId)).sessionId;
+      return supervisor.request(sessionId, (reply) => ({ type: "RESOLVE", params: p, principal, reply }));
     },
 
     "artifacts.read": async (principal, params) => {

@@ -104,8 +104,13 @@ export function createForwarding(deps: {
   /** The wait for a caller that sends no Pi-Timeout-Ms (PI_FORWARD_TIMEOUT_MS). */
   timeoutMs: number;
   log: Logger;
-  /** The owner of the session a request field names: its host and that host's state; null: none. */
-  ownerOf: (ref: SessionRef) => Promise<{ hostId: string; hostState: HostState } | null>;
+  /**
+   * The session a request field names and its owner: the session id, its lease's host and that
+   * host's state (null host: no lease); null when no row has the id.
+   */
+  ownerOf: (
+    ref: SessionRef,
+  ) => Promise<{ sessionId: string; hostId: string | null; hostState: HostState | null } | null>;
 }) {
   const { nc, prefix, hostId, log } = deps;
   const unavailable = (owner: string, message: string, cause?: unknown) =>
@@ -121,16 +126,19 @@ export function createForwarding(deps: {
     subject: hostForwardSubject(prefix, hostId),
 
     /**
-     * The host a request must be forwarded to, or null to serve it here (no session, no lease, or
-     * ours). An owner that is `dead` or `stopped` is refused at once, HOST_UNAVAILABLE (retriable:
-     * a takeover is coming); this host does not serve it.
+     * Where a request is served: `forwardTo` the owner host, or null to serve it here (no session, no
+     * lease, or ours), with the session it concerns when a row named it (the handler then reads
+     * nothing to find it). An owner that is `dead` or `stopped` is refused at once, HOST_UNAVAILABLE
+     * (retriable: a takeover is coming); this host does not serve it.
      */
-    async placement(ref: SessionRef): Promise<string | null> {
+    async placement(ref: SessionRef): Promise<{ forwardTo: string | null; sessionId: string | null }> {
       const owner = await deps.ownerOf(ref);
-      if (!owner || owner.hostId === hostId) return null;
+      if (!owner) return { forwardTo: null, sessionId: null };
+      if (owner.hostId === null || owner.hostId === hostId)
+        return { forwardTo: null, sessionId: owner.sessionId };
       if (owner.hostState !== "running")
         throw unavailable(owner.hostId, `the session's host ${owner.hostId} is ${owner.hostState}; retry`);
-      return owner.hostId;
+      return { forwardTo: owner.hostId, sessionId: owner.sessionId };
     },
 
     /**

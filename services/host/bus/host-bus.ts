@@ -24,6 +24,7 @@ import type { AgentHandler } from "./agent-api.ts";
 import type { ClientHandler } from "./client-api.ts";
 import { asServiceMsg, type ForwardedRequest, type Forwarding, sessionRefOf } from "./forward.ts";
 import { createReplier } from "./reply.ts";
+import type { RequestContext } from "./request-context.ts";
 import type { HostMetrics } from "../metrics.ts";
 import { type RefusedReply, replyRefusal } from "./reply-rules.ts";
 
@@ -186,7 +187,7 @@ export async function startHostBus(deps: {
     subject: string,
     onError: string | null,
     callerOf: (msg: ServiceMsg, body: unknown) => string | null,
-    serve: (msg: ServiceMsg, body: unknown) => Promise<unknown>,
+    serve: (msg: ServiceMsg, body: unknown, ctx: RequestContext) => Promise<unknown>,
     specOf: ((subject: string) => MethodSpec | undefined) | null = null,
   ) => {
     const handle = (msg: ServiceMsg, via: ForwardedRequest | null) =>
@@ -206,8 +207,8 @@ export async function startHostBus(deps: {
         via?.notServed(reason);
         return;
       }
-      const serveHere = () => {
-        const run = () => (bodyError !== null ? Promise.reject(bodyError) : serve(msg, body));
+      const serveHere = (ctx: RequestContext = {}) => {
+        const run = () => (bodyError !== null ? Promise.reject(bodyError) : serve(msg, body, ctx));
         // Draining: a new request is refused (retriable), one already running finishes (drain gate).
         const drain = isTestSubject(subject) ? undefined : deps.drain;
         if (drain?.draining) {
@@ -228,14 +229,14 @@ export async function startHostBus(deps: {
       }
       const track = <T>(work: () => Promise<T>) => (deps.drain ? deps.drain.track(work) : work());
       const refuse = (e: unknown) => replier.reply(msg, subject, () => Promise.reject(e));
-      void track(() => fwd.placement(ref)).then((owner) => {
-        if (owner === null) {
-          serveHere();
+      void track(() => fwd.placement(ref)).then(({ forwardTo, sessionId }) => {
+        if (forwardTo === null) {
+          serveHere(sessionId === null ? {} : { sessionId });
           return;
         }
         // Answered once: the owner's reply, or (timeout, drain cut) the refusal, never both.
         let open = true;
-        track(() => fwd.forward(msg, owner, caller, () => open)).catch((e) => {
+        track(() => fwd.forward(msg, forwardTo, caller, () => open)).catch((e) => {
           if (!open) return;
           open = false;
           refuse(e);
@@ -266,7 +267,7 @@ export async function startHostBus(deps: {
     rpcWildcard(prefix),
     "host.rpc_subscription",
     principalOf,
-    async (msg, body) => {
+    async (msg, body, ctx) => {
       const parsed = parseRpcSubject(prefix, msg.subject);
       if (!parsed || !SUBJECT_TOKEN.test(parsed.principal))
         throw new AppError("INVALID_PARAMS", "malformed subject");
@@ -275,7 +276,7 @@ export async function startHostBus(deps: {
       // Only client methods are served here: a worker method on an rpc subject is unknown.
       if (spec?.caller !== "person" || !handler)
         throw new AppError("UNKNOWN_METHOD", `no method ${parsed.method}`);
-      return handler(parsed.principal, decodeBody(spec, body));
+      return handler(parsed.principal, decodeBody(spec, body), ctx);
     },
     (subject) => {
       const method = parseRpcSubject(prefix, subject)?.method;
