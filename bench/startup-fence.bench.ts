@@ -1,20 +1,29 @@
-// Benchmark (not a test): the startup fence (DESIGN §6, startup-fence.ts) on a database of
-// SESSIONS sessions, once with nothing to fence and once with INFLIGHT sessions holding work (a
-// running turn each; a third also a pending approval, a third a queued execution, a third a pending
-// permission prompt) and every session leased to the host, next to the raw floor measured in the same run: a bare NATS request/reply plus
-// a bare primary-key SELECT. Between runs the fenced rows are put back (not timed).
-// Run: `npm run bench:fence` (needs Postgres and NATS like the tests).
+// Benchmark (not a test): the startup fence (docs/architecture.md "Host start-up", startup-fence.ts)
+// on a database of SESSIONS sessions (default 100,000), once with nothing to fence and once with
+// INFLIGHT sessions holding work (default 10,000: a running turn each; a third also a pending
+// approval, a third a running execution, a third a pending permission prompt) and every session
+// leased to the host, next to the raw floor measured in the same run: a bare NATS request/reply plus
+// a bare primary-key SELECT. "Fenced and serving" is what a host does before it answers its first
+// request: the fence's transaction, then every end announced (stored and published on NATS by the
+// real event publisher, fence-announce.ts). Between runs the fenced rows are put back (not timed).
+// Run: `npm run bench:fence` (needs Postgres and NATS like the tests); BENCH_SESSIONS,
+// BENCH_INFLIGHT and BENCH_RUNS change the sizes.
 import { createClock } from "../services/host/clock.ts";
+import { announceEndedWork } from "../services/host/sessions/fence-announce.ts";
+import { createEventPublisher } from "../services/host/sessions/event-publisher.ts";
+import { createEventStore } from "../services/host/store/event-store.ts";
 import { migrateUp } from "../services/host/store/migrate.ts";
+import { createPlanStore } from "../services/host/store/plan-store.ts";
+import { createSessionStore } from "../services/host/store/session-store.ts";
 import { runStartupFence } from "../services/host/store/startup-fence.ts";
 import type { Logger } from "../services/protocol/log.ts";
 import { connectNats } from "../tests/support/test-nats.ts";
 import { createTestDatabase } from "../tests/support/test-db.ts";
 import { stats, time } from "./bench-support.ts";
 
-const SESSIONS = Number(process.env.BENCH_SESSIONS || 10_000);
-const INFLIGHT = Number(process.env.BENCH_INFLIGHT || 900);
-const RUNS = Number(process.env.BENCH_RUNS || 7);
+const SESSIONS = Number(process.env.BENCH_SESSIONS || 100_000);
+const INFLIGHT = Number(process.env.BENCH_INFLIGHT || 10_000);
+const RUNS = Number(process.env.BENCH_RUNS || 5);
 const FLOOR_N = 1000;
 const HOST = "bench-host";
 const silent = { info() {}, warn() {}, error() {}, debug() {} } as unknown as Logger;
@@ -90,10 +99,35 @@ async function main() {
       await q("UPDATE permission_requests SET status = 'pending', code = NULL, resolved_at = NULL");
     };
     const clock = createClock();
+    const db = tdb.pool;
+    const events = createEventPublisher({
+      nc,
+      prefix: "bench.fence",
+      clock,
+      store: createEventStore({ db, clock }),
+      log: silent,
+      hostId: HOST,
+    });
+    const plans = createPlanStore({
+      db,
+      clock,
+      sessions: createSessionStore({ db, clock }),
+      approvalTimeoutMs: 3600_000,
+    });
+    // Counts what reached the bus: every announced end is published before the host serves.
+    let published = 0;
+    const seen = nc.subscribe("bench.fence.evt.>", {
+      callback: () => {
+        published++;
+      },
+    });
     const fence = async () => {
       const t = performance.now();
-      const r = await runStartupFence({ db: tdb.pool, clock, hostId: HOST, log: silent });
-      return { ms: performance.now() - t, r };
+      const r = await runStartupFence({ db, clock, hostId: HOST, log: silent });
+      const fenced = performance.now() - t;
+      await announceEndedWork({ plans, events, log: silent }, r);
+      await nc.flush();
+      return { ms: performance.now() - t, fenced, r };
     };
 
     // Floor: bare NATS round trip + bare PK SELECT, same run.
@@ -113,13 +147,19 @@ async function main() {
     const empty: number[] = [];
     for (let i = 0; i < RUNS; i++) empty.push((await fence()).ms);
     const loaded: number[] = [];
+    const fenceOnly: number[] = [];
     let last: Awaited<ReturnType<typeof fence>>["r"] | null = null;
+    published = 0;
     for (let i = 0; i < RUNS; i++) {
       await reset();
-      const { ms, r } = await fence();
+      const { ms, fenced, r } = await fence();
       loaded.push(ms);
+      fenceOnly.push(fenced);
       last = r;
     }
+    await nc.flush();
+    await new Promise((r) => setTimeout(r, 200));
+    seen.unsubscribe();
     const fenced = last
       ? last.approvalsInterrupted + last.executionsInterrupted + last.turnsAborted + last.permissionsDenied
       : 0;
@@ -129,8 +169,10 @@ async function main() {
     console.log(
       `floor: NATS request/reply p50 ${nats.p50.toFixed(3)} ms + PK SELECT p50 ${pk.p50.toFixed(3)} ms = ${floor.toFixed(3)} ms`,
     );
-    console.log(line("nothing to fence", stats(empty)));
-    console.log(line(`${INFLIGHT} sessions in flight (${fenced} rows fenced)`, stats(loaded)));
+    console.log(line("nothing to fence: fenced and serving", stats(empty)));
+    console.log(line(`${INFLIGHT} in flight: the fence transaction`, stats(fenceOnly)));
+    console.log(line(`${INFLIGHT} in flight: fenced and serving`, stats(loaded)));
+    console.log(`${fenced} rows fenced per run; ${Math.round(published / RUNS)} events published per run`);
     if (last)
       console.log(
         `last loaded run: ${JSON.stringify({

@@ -1,11 +1,16 @@
 // Benchmark (not a test): tools.execute latency through the real host for a denied Write in Plan
-// and an allowed Read, next to the raw floor measured in the same run: a bare NATS request/reply
-// plus a bare primary-key SELECT. Run: `npm run bench` (needs Postgres and NATS like the tests).
+// and an allowed Read, each next to its floor measured in the same run: F1 (what a refusal must
+// cost) = a bare NATS request/reply plus one committed INSERT; F2 (what an allowed call must cost) =
+// a NATS request/reply plus two committed INSERTs (the start row and the record) plus one round trip
+// to a warm file helper. Run: `npm run bench` (needs Postgres and NATS like the tests; BENCH_N).
 import { writeFileSync } from "node:fs";
 import path from "node:path";
 import { decodeJson, encodeJson } from "../services/protocol/envelope.ts";
 import type { ProjectView, SessionView, TurnAssignment, TurnOffer } from "../services/protocol/schemas.ts";
 import { agentSubject } from "../services/protocol/subjects.ts";
+import { createFileHelpers } from "../services/host/tools/file-helper/file-helpers.ts";
+import { sandboxSettingsFromEnv } from "../services/host/tools/sandbox.ts";
+import { hostEnv } from "../tests/support/processes.ts";
 import { createStack } from "../tests/support/stack.ts";
 import { stats, time } from "./bench-support.ts";
 
@@ -39,7 +44,8 @@ async function main() {
         batch: [{ toolCallId: id, tool }],
       });
 
-    // Floor: a bare NATS echo responder and a bare primary-key SELECT, in this same run.
+    // Floors: a bare NATS echo responder, a bare committed INSERT and a warm file helper's round
+    // trip (a Read of the same file by the same sandboxed helper code, in this process), in this run.
     const echo = stack.nc.subscribe(`${stack.env.prefix}.bench.echo`, {
       callback: (_e, m) => {
         m.respond(m.data);
@@ -48,24 +54,38 @@ async function main() {
     const body = encodeJson({ hello: "world" });
     await time(200, () => stack.nc.request(`${stack.env.prefix}.bench.echo`, body));
     const nats = stats(await time(N, () => stack.nc.request(`${stack.env.prefix}.bench.echo`, body)));
-    const pg = stats(
-      await time(N, () => stack.db.pool.query("SELECT mode FROM sessions WHERE id = $1", [session.id])),
-    );
     echo.unsubscribe();
+    await stack.db.pool.query("CREATE TABLE bench_floor (id bigserial PRIMARY KEY, v text NOT NULL)");
+    const insert = stats(
+      await time(N, () => stack.db.pool.query("INSERT INTO bench_floor (v) VALUES ($1)", ["x"])),
+    );
+    const helpers = createFileHelpers({
+      ...sandboxSettingsFromEnv(hostEnv(stack.env)),
+      dataDir: path.join(stack.dir, "floor"),
+    });
+    const helperRead = () => helpers.call("floor", ws, { op: "tool", tool: "Read", args: { path: "a.txt" } });
+    await time(20, helperRead);
+    const helper = stats(await time(N, helperRead));
+    await helpers.close();
 
     await time(100, (i) => exec("Read", { path: "a.txt" }, `warm-${i}`));
     const denied = stats(await time(N, (i) => exec("Write", { path: "x.txt", content: "x" }, `deny-${i}`)));
     const read = stats(await time(N, (i) => exec("Read", { path: "a.txt" }, `read-${i}`)));
-    const floor = { p50: nats.p50 + pg.p50, p99: nats.p99 + pg.p99 };
-    const row = (name: string, s: { p50: number; p99: number }) =>
-      `${name.padEnd(34)} p50 ${s.p50.toFixed(3).padStart(7)} ms  p99 ${s.p99.toFixed(3).padStart(7)} ms  ratio p50 ${(s.p50 / floor.p50).toFixed(1).padStart(5)}x  p99 ${(s.p99 / floor.p99).toFixed(1).padStart(5)}x`;
-    console.log(`tools.execute authorization, n=${N} sequential requests each`);
+    const f1 = { p50: nats.p50 + insert.p50, p99: nats.p99 + insert.p99 };
+    const f2 = {
+      p50: nats.p50 + 2 * insert.p50 + helper.p50,
+      p99: nats.p99 + 2 * insert.p99 + helper.p99,
+    };
+    const row = (name: string, s: { p50: number; p99: number }, floor: { p50: number; p99: number }) =>
+      `${name.padEnd(44)} p50 ${s.p50.toFixed(3).padStart(7)} ms  p99 ${s.p99.toFixed(3).padStart(7)} ms  ratio p50 ${(s.p50 / floor.p50).toFixed(2).padStart(5)}x  p99 ${(s.p99 / floor.p99).toFixed(2).padStart(5)}x`;
+    console.log(`tools.execute authorization, n=${N} sequential requests each, ${new Date().toISOString()}`);
     console.log(
-      `floor: NATS request/reply p50 ${nats.p50.toFixed(3)} ms + PK SELECT p50 ${pg.p50.toFixed(3)} ms`,
+      `parts: NATS request/reply p50 ${nats.p50.toFixed(3)} ms, committed INSERT p50 ${insert.p50.toFixed(3)} ms, file helper round trip p50 ${helper.p50.toFixed(3)} ms`,
     );
-    console.log(row("floor (NATS round trip + PK SELECT)", floor));
-    console.log(row("denied Write in Plan", denied));
-    console.log(row("allowed Read", read));
+    console.log(row("F1: NATS round trip + 1 committed INSERT", f1, f1));
+    console.log(row("denied Write in Plan (against F1)", denied, f1));
+    console.log(row("F2: NATS + 2 committed INSERTs + helper", f2, f2));
+    console.log(row("allowed Read (against F2)", read, f2));
   } finally {
     await stack.close();
   }

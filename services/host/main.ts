@@ -232,7 +232,7 @@ async function main(): Promise<void> {
   });
   // Tell the owners and approvers of fenced work, on the bus, before serving anything: every
   // aborted turn (HOST_RESTARTED), interrupted approval or execution, denied permission prompt.
-  await announceEndedWork({ db, sessions, plans, events, log }, fence);
+  await announceEndedWork({ plans, events, log }, fence);
   // Abort signals of running tool calls by turn; every one of them when the host may be taken over.
   const aborts = createToolAborts();
   const killTools = (reason: string) => {
@@ -261,7 +261,7 @@ async function main(): Promise<void> {
         log,
       });
       if (taken) metrics.takeover();
-      if (taken) await announceEndedWork({ db, sessions, plans, events, log }, taken);
+      if (taken) await announceEndedWork({ plans, events, log }, taken);
     },
     // Taken over, or possibly (a lease without a committed beat): every tool this host runs is
     // killed first, so no sandbox of a session another host now owns writes on.
@@ -599,7 +599,7 @@ async function main(): Promise<void> {
     // prompts denied; nothing is replayed at the next start. The same commit marks the host row
     // `stopped`, so another host takes its sessions over at once.
     await runStopFence({ db, clock, hostId: config.hostId, incarnation: fence.incarnation, log })
-      .then((ended) => announceEndedWork({ db, sessions, plans, events, log }, ended))
+      .then((ended) => announceEndedWork({ plans, events, log }, ended))
       .catch((err) => log.warn("host.stop_fence_failed", errorFields(err)));
     // A request still waiting (on an actor that stopped) is answered HOST_SHUTTING_DOWN, then the
     // service unsubscribes: later requests go to another host of the queue group (or get no responders).

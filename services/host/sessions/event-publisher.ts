@@ -49,7 +49,7 @@ export function createEventPublisher({
   nc: NatsConnection;
   prefix: string;
   clock: Clock;
-  store: Pick<EventStore, "append" | "approvers" | "pruneByAge" | "pruneByCount">;
+  store: Pick<EventStore, "append" | "appendMany" | "approvers" | "pruneByAge" | "pruneByCount">;
   log: Logger;
   /** This host (the count bound is kept for the sessions it owns). */
   hostId?: string;
@@ -170,6 +170,35 @@ export function createEventPublisher({
           return r.event;
         }),
       ).then(() => value);
+    },
+
+    /**
+     * Raises many events of sessions no actor serves here yet (what a fence or a takeover ended):
+     * stored in one statement, then published in the order given. Rejects when the statement failed
+     * (nothing published).
+     */
+    async publishMany(
+      events: ReadonlyArray<{ sessionId: string; type: EventType; body: Record<string, unknown> }>,
+    ): Promise<void> {
+      const at = clock.date();
+      const stored = await store.appendMany(events, at);
+      stored.forEach((s, i) => {
+        const e = events[i]!;
+        const envelope = {
+          type: e.type,
+          sessionId: e.sessionId,
+          at: at.toISOString(),
+          seq: s.seq,
+          cursor: s.cursor,
+        };
+        send(
+          { sessionId: e.sessionId, owner: s.owner, approvers: s.approvers },
+          e.type,
+          e.body,
+          envelope,
+          s.approvers,
+        );
+      });
     },
 
     /**

@@ -285,6 +285,50 @@ export function createEventStore({ db, clock }: { db: Db; clock: Clock }) {
     },
 
     /**
+     * Writes many events of many sessions in one statement (what a fence or a takeover ended,
+     * fence-announce.ts): each session's counter row changes once, by its number of events, and
+     * each event gets the next of them in the order given. Returns, in the order given, each event's
+     * numbers and who may receive it as of this commit.
+     */
+    async appendMany(
+      events: ReadonlyArray<{ sessionId: string; type: string; body: Record<string, unknown> }>,
+      at: Date,
+    ): Promise<Array<AppendedEvent & { owner: string }>> {
+      if (events.length === 0) return [];
+      const stored = events.map((e) => storedBody(e.body));
+      const r = await db.query(
+        `WITH input AS (
+           SELECT x.session_id, x.type, x.body, x.bytes, x.ord
+             FROM unnest($1::text[], $2::text[], $3::jsonb[], $4::int[]) WITH ORDINALITY AS x(session_id, type, body, bytes, ord)
+         ), counts AS (
+           SELECT session_id, count(*)::bigint AS n FROM input GROUP BY session_id
+         ), seqs AS (
+           INSERT INTO session_event_seqs (session_id, last_seq) SELECT session_id, n FROM counts
+           ON CONFLICT (session_id) DO UPDATE SET last_seq = session_event_seqs.last_seq + EXCLUDED.last_seq
+           RETURNING session_id, last_seq
+         ), numbered AS (
+           SELECT i.*, q.last_seq - c.n + row_number() OVER (PARTITION BY i.session_id ORDER BY i.ord) AS seq
+             FROM input i JOIN counts c USING (session_id) JOIN seqs q USING (session_id)
+         ), evs AS (
+           INSERT INTO session_events (session_id, seq, type, body, bytes, at)
+           SELECT session_id, seq, type, body, bytes, $5 FROM numbered
+           RETURNING session_id, seq, cursor, tx::text AS tx
+         )
+         SELECT n.ord, e.seq, e.cursor, e.tx, s.owner, ${memberApproversSql("s")} AS approvers
+           FROM evs e JOIN numbered n ON n.session_id = e.session_id AND n.seq = e.seq
+           JOIN sessions s ON s.id = e.session_id ORDER BY n.ord`,
+        [
+          events.map((e) => e.sessionId),
+          events.map((e) => e.type),
+          stored.map((b) => b.json),
+          stored.map((b) => b.bytes),
+          at,
+        ],
+      );
+      return r.rows.map((row) => ({ ...appendedEvent(row), owner: row.owner }));
+    },
+
+    /**
      * Who may receive an event of the session now that no row is written for it (a live-only one):
      * the approvers still members of the project, as an append returns them. Empty when gone.
      */

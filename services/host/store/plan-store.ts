@@ -5,6 +5,7 @@ import { AppError } from "../../protocol/app-error.ts";
 import { boundPage } from "./bounded-page.ts";
 import {
   PLANS_HISTORY_MAX_BYTES,
+  type OperatingMode,
   type PlansPendingParams,
   type ProposalHistoryPage,
   type ProposalList,
@@ -56,6 +57,18 @@ export function createPlanStore(deps: PlanStoreDeps) {
         owner: row.owner,
         approvers: row.approvers,
       };
+    },
+
+    /** Many proposals at once (what a fence interrupted), with their session's mode: one read. */
+    async viewsWithMode(
+      proposalIds: readonly string[],
+    ): Promise<Array<{ view: ProposalView; mode: OperatingMode }>> {
+      if (proposalIds.length === 0) return [];
+      const r = await db.query(
+        "SELECT a.*, s.mode AS session_mode FROM plan_approvals a JOIN sessions s ON s.id = a.session_id WHERE a.id = ANY($1)",
+        [proposalIds],
+      );
+      return r.rows.map((row) => ({ view: proposalView(row), mode: row.session_mode }));
     },
 
     /**
