@@ -141,9 +141,10 @@ async function claimedTurns(stack: Stack, phase: number) {
   }
   const turns: TurnAssignment[] = [];
   for await (const m of offers) {
-    const { turnId } = decodeJson(m.data) as TurnOffer;
+    const { turnId, host } = decodeJson(m.data) as TurnOffer;
     if (!wanted.delete(turnId)) continue;
-    turns.push(await stack.agent.call<TurnAssignment>("claim", { turnId, workerId: "bench" }));
+    // The claim goes to the host the offer names (the session's owner), as a worker sends it.
+    turns.push(await stack.agent.to(host).call<TurnAssignment>("claim", { turnId, workerId: "bench" }));
     if (wanted.size === 0) break;
   }
   offers.unsubscribe();
@@ -155,7 +156,7 @@ async function authorization(stack: Stack, phase: number, running: number, round
   const exec = (i: number, tag: string) => {
     const a = turns[i % turns.length]!;
     const id = `${tag}-${i}`;
-    return stack.agent.call("tools.execute", {
+    return stack.agent.to(a.host).call("tools.execute", {
       sessionId: a.sessionId,
       turnId: a.turnId,
       token: a.token,
