@@ -25,6 +25,17 @@ export interface Writer {
   idleInTransactionMs?: number;
 }
 
+/**
+ * A hot path's statement, prepared once per pooled connection and then only bound and executed: an
+ * unnamed statement is parsed and planned on every call, which costs about as much as running it
+ * (docs/performance.md "Where the time goes"). The text must be the same on every call, and the
+ * result columns named, never `*` (a migration adding a column must not change the row type of a
+ * statement a running host has prepared).
+ */
+export function prepared(name: string, text: string): (values: unknown[]) => pg.QueryConfig {
+  return (values) => ({ name, text, values });
+}
+
 const fencedHandlers = new WeakMap<Db, () => (message: string) => void>();
 
 /**

@@ -4,7 +4,7 @@
 // so positions appear in commit order without any lock shared by writers (docs/architecture.md
 // "Events"). What is published live is the same body; this module owns only the rows.
 import type { Clock } from "../clock.ts";
-import type { Db } from "./db.ts";
+import { type Db, prepared } from "./db.ts";
 import { memberApproversSql, ownsOrApprovesSql } from "./project-members.ts";
 
 /** Stored body bound: a bigger event keeps its short fields and `truncated: true` (docs/protocol.md). */
@@ -192,6 +192,8 @@ export const HORIZON_SQL = `(SELECT coalesce(min(x), pg_snapshot_xmax(pg_current
     WHERE xid(x) NOT IN (SELECT backend_xid FROM pg_stat_activity
                           WHERE backend_xid IS NOT NULL AND datname IS DISTINCT FROM current_database()))`;
 
+const APPEND = prepared("event-append", `WITH ${appendEventCtes(1)} SELECT ${appendedEventColumns("$1")}`);
+
 export function createEventStore({ db, clock }: { db: Db; clock: Clock }) {
   return {
     /**
@@ -208,10 +210,7 @@ export function createEventStore({ db, clock }: { db: Db; clock: Clock }) {
       at: Date,
     ): Promise<AppendedEvent> {
       // A session that is gone fails the foreign key: the event is refused (thrown), nothing kept.
-      const r = await db.query(
-        `WITH ${appendEventCtes(1)} SELECT ${appendedEventColumns("$1")}`,
-        appendEventParams(sessionId, type, body, at),
-      );
+      const r = await db.query(APPEND(appendEventParams(sessionId, type, body, at)));
       return appendedEvent(r.rows[0]);
     },
 

@@ -4,7 +4,7 @@
 // commits before anything of it runs (migration 12), and its record: result, transcript entry,
 // audit row and its `tool.result` event together.
 import type { OperatingMode, PermissionMode, ToolExecuteResult } from "../../protocol/schemas.ts";
-import type { Db } from "./db.ts";
+import { type Db, prepared } from "./db.ts";
 import {
   type AppendedEvent,
   appendedEvent,
@@ -45,17 +45,19 @@ export interface ToolCallRef {
  * The facts of one tool call in one read (no write, so a call that is refused commits only its
  * record). Null when the session does not exist.
  */
-export async function readToolCallFacts(db: Db, call: ToolCallRef): Promise<ToolCallFacts | null> {
-  const r = await db.query(
-    `SELECT s.mode, s.permission_mode, s.owner, ${memberApproversSql("s")} AS approvers, p.workspace_root, p.network_allowed, p.preview_origins,
+const FACTS = prepared(
+  "tool-call-facts",
+  `SELECT s.mode, s.permission_mode, s.owner, ${memberApproversSql("s")} AS approvers, p.workspace_root, p.network_allowed, p.preview_origins,
             EXISTS (SELECT 1 FROM tool_call_starts WHERE turn_id = $2 AND tool_call_id = $3) AS started_before,
             (SELECT value->>'permissionMode' FROM app_settings WHERE key = 'defaults') AS app_permission,
             (SELECT result FROM tool_calls WHERE turn_id = $2 AND tool_call_id = $3) AS recorded,
             EXISTS (SELECT 1 FROM scheduled_runs WHERE session_id = s.id) AS unattended,
             EXISTS (SELECT 1 FROM permission_grants WHERE session_id = s.id AND tool = $4) AS granted
      FROM sessions s JOIN projects p ON p.id = s.project_id WHERE s.id = $1`,
-    [call.sessionId, call.turnId, call.toolCallId, call.tool],
-  );
+);
+
+export async function readToolCallFacts(db: Db, call: ToolCallRef): Promise<ToolCallFacts | null> {
+  const r = await db.query(FACTS([call.sessionId, call.turnId, call.toolCallId, call.tool]));
   const s = r.rows[0];
   if (!s) return null;
   return {
@@ -79,14 +81,31 @@ export async function readToolCallFacts(db: Db, call: ToolCallRef): Promise<Tool
  * runs leaves the row, and the call's outcome is then unknown, never run again). False when the row
  * was there already (another attempt started it).
  */
+const START = prepared(
+  "tool-call-start",
+  `INSERT INTO tool_call_starts (turn_id, tool_call_id, session_id, tool, started_at)
+   VALUES ($2, $3, $1, $4, $5) ON CONFLICT (turn_id, tool_call_id) DO NOTHING`,
+);
+
 export async function startToolCall(db: Db, call: ToolCallRef, at: Date): Promise<boolean> {
-  const r = await db.query(
-    `INSERT INTO tool_call_starts (turn_id, tool_call_id, session_id, tool, started_at)
-     VALUES ($2, $3, $1, $4, $5) ON CONFLICT (turn_id, tool_call_id) DO NOTHING`,
-    [call.sessionId, call.turnId, call.toolCallId, call.tool, at],
-  );
+  const r = await db.query(START([call.sessionId, call.turnId, call.toolCallId, call.tool, at]));
   return (r.rowCount ?? 0) === 1;
 }
+
+const RECORD = prepared(
+  "tool-call-record",
+  `WITH call AS (
+       INSERT INTO tool_calls (turn_id, tool_call_id, session_id, tool, decision, code, result, created_at)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING 1
+     ), entry AS (
+       INSERT INTO transcript_entries (session_id, turn_id, role, message, created_at)
+       SELECT $3, $1, 'toolResult', $9, $8 FROM call RETURNING 1
+     ), audit AS (
+       INSERT INTO audit_log (at, principal, session_id, turn_id, tool_call_id, action, decision, code, details)
+       SELECT $8, $10, $3, $1, $2, 'tool.decision', $5, $6, $11 FROM call RETURNING 1
+     ), ${appendEventCtes(12)}
+     SELECT ${appendedEventColumns("$3")}, (SELECT count(*) FROM entry) + (SELECT count(*) FROM audit) AS written`,
+);
 
 export interface ToolCallRecord extends ToolCallRef {
   principal: string;
@@ -116,18 +135,7 @@ export async function recordToolCall(
     timestamp: at.getTime(),
   };
   const r = await db.query(
-    `WITH call AS (
-       INSERT INTO tool_calls (turn_id, tool_call_id, session_id, tool, decision, code, result, created_at)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING 1
-     ), entry AS (
-       INSERT INTO transcript_entries (session_id, turn_id, role, message, created_at)
-       SELECT $3, $1, 'toolResult', $9, $8 FROM call RETURNING 1
-     ), audit AS (
-       INSERT INTO audit_log (at, principal, session_id, turn_id, tool_call_id, action, decision, code, details)
-       SELECT $8, $10, $3, $1, $2, 'tool.decision', $5, $6, $11 FROM call RETURNING 1
-     ), ${appendEventCtes(12)}
-     SELECT ${appendedEventColumns("$3")}, (SELECT count(*) FROM entry) + (SELECT count(*) FROM audit) AS written`,
-    [
+    RECORD([
       p.turnId,
       p.toolCallId,
       p.sessionId,
@@ -140,7 +148,7 @@ export async function recordToolCall(
       p.principal,
       JSON.stringify({ tool: p.tool }),
       ...appendEventParams(p.sessionId, "tool.result", event, at),
-    ],
+    ]),
   );
   return appendedEvent(r.rows[0]);
 }
