@@ -362,6 +362,54 @@ describe("the cursor under concurrent writers", () => {
       await db.end();
     }
   });
+
+  it("a transaction that got its id before waiting for the session's counter row still pages in seq order", async () => {
+    // The two-host property test's counterexample, made deterministic: `older` takes its transaction
+    // id first (a write elsewhere, as session.configure updates its row), `younger` appends to the
+    // session and holds its transaction open; `older` then appends, waits on the counter row, and
+    // gets the next seq. Both commit. A page must return younger's seq before older's (a client
+    // drops a seq at or below one it has seen: docs/protocol.md "Catching up").
+    const s = await newSession();
+    const db = createDb(stack.db.url, { max: 2 });
+    const older = await db.connect();
+    const younger = await db.connect();
+    try {
+      const clock = createClock();
+      const start = (await since("alice")).next;
+      await older.query("BEGIN");
+      await older.query("SELECT pg_current_xact_id()");
+      await younger.query("BEGIN");
+      await createEventStore({ db: younger as unknown as typeof db, clock }).append(
+        s.id,
+        "turn.started",
+        { turnId: "young", kind: "prompt" },
+        clock.date(),
+      );
+      const olderAppend = createEventStore({ db: older as unknown as typeof db, clock }).append(
+        s.id,
+        "turn.started",
+        { turnId: "old", kind: "prompt" },
+        clock.date(),
+      );
+      await new Promise((r) => setTimeout(r, 100));
+      await younger.query("COMMIT");
+      const o = await olderAppend;
+      await older.query("COMMIT");
+      const { events } = await drain("alice", { sessionId: s.id }, start);
+      const turns = events.filter((e) => e.type === "turn.started") as Array<
+        SessionEvent & { turnId: string }
+      >;
+      expect(turns.map((e) => [e.turnId, e.seq])).toEqual([
+        ["young", o.seq - 1],
+        ["old", o.seq],
+      ]);
+      expect(turns[0]!.cursor < turns[1]!.cursor).toBe(true);
+    } finally {
+      older.release();
+      younger.release();
+      await db.end();
+    }
+  });
 });
 
 describe("the event store's bounds", () => {

@@ -47,6 +47,14 @@ export interface EventPage {
 }
 
 /**
+ * The counter row's change of `last_tx`: a row's position is the greater of its transaction's id
+ * and the last writer's of the session (migration 18), so that within a session positions grow with
+ * seq even when this transaction got its id before it waited for the counter row. Never below the
+ * writer's own id: a row below the horizon still belongs to a transaction that has ended.
+ */
+const LAST_TX = "last_tx = greatest(pg_current_xact_id(), session_event_seqs.last_tx)";
+
+/**
  * The common table expressions that append one event inside a bigger statement (the tool call's
  * record writes its `tool.result` this way): `$p, $p+1, ...` are session id, type, stored body (json
  * text), its bytes and the time; `ev_<tag>` returns `seq`, `cursor` and `tx` (text) of the row. The
@@ -55,12 +63,12 @@ export interface EventPage {
 export function appendEventCtes(first: number, tag = "e"): string {
   const [sid, type, body, bytes, at] = [0, 1, 2, 3, 4].map((i) => `$${first + i}`);
   return `seq_${tag} AS (
-       INSERT INTO session_event_seqs (session_id, last_seq) VALUES (${sid}, 1)
-       ON CONFLICT (session_id) DO UPDATE SET last_seq = session_event_seqs.last_seq + 1
-       RETURNING last_seq
+       INSERT INTO session_event_seqs (session_id, last_seq, last_tx) VALUES (${sid}, 1, pg_current_xact_id())
+       ON CONFLICT (session_id) DO UPDATE SET last_seq = session_event_seqs.last_seq + 1, ${LAST_TX}
+       RETURNING last_seq, last_tx
      ), ev_${tag} AS (
-       INSERT INTO session_events (session_id, seq, type, body, bytes, at)
-       SELECT ${sid}, last_seq, ${type}, ${body}::jsonb, ${bytes}, ${at} FROM seq_${tag}
+       INSERT INTO session_events (session_id, seq, type, body, bytes, at, tx)
+       SELECT ${sid}, last_seq, ${type}, ${body}::jsonb, ${bytes}, ${at}, last_tx FROM seq_${tag}
        RETURNING seq, cursor, tx::text AS tx
      )`;
 }
@@ -92,12 +100,13 @@ export function appendEventsCtes(
     })
     .join(", ");
   return `seqs_${tag} AS (
-       INSERT INTO session_event_seqs (session_id, last_seq) SELECT ${sid}, ${n} WHERE ${when}
-       ON CONFLICT (session_id) DO UPDATE SET last_seq = session_event_seqs.last_seq + ${n}
-       RETURNING last_seq
+       INSERT INTO session_event_seqs (session_id, last_seq, last_tx)
+       SELECT ${sid}, ${n}, pg_current_xact_id() WHERE ${when}
+       ON CONFLICT (session_id) DO UPDATE SET last_seq = session_event_seqs.last_seq + ${n}, ${LAST_TX}
+       RETURNING last_seq, last_tx
      ), evs_${tag} AS (
-       INSERT INTO session_events (session_id, seq, type, body, bytes, at)
-       SELECT ${sid}, q.last_seq - ${n} + x.i, x.type, x.body, octet_length(x.body::text), ${at}
+       INSERT INTO session_events (session_id, seq, type, body, bytes, at, tx)
+       SELECT ${sid}, q.last_seq - ${n} + x.i, x.type, x.body, octet_length(x.body::text), ${at}, q.last_tx
          FROM seqs_${tag} q, (VALUES ${values}) AS x(i, type, body)
        RETURNING seq, cursor, tx::text AS tx, type, body
      )`;
@@ -302,15 +311,16 @@ export function createEventStore({ db, clock }: { db: Db; clock: Clock }) {
          ), counts AS (
            SELECT session_id, count(*)::bigint AS n FROM input GROUP BY session_id
          ), seqs AS (
-           INSERT INTO session_event_seqs (session_id, last_seq) SELECT session_id, n FROM counts
-           ON CONFLICT (session_id) DO UPDATE SET last_seq = session_event_seqs.last_seq + EXCLUDED.last_seq
-           RETURNING session_id, last_seq
+           INSERT INTO session_event_seqs (session_id, last_seq, last_tx)
+           SELECT session_id, n, pg_current_xact_id() FROM counts
+           ON CONFLICT (session_id) DO UPDATE SET last_seq = session_event_seqs.last_seq + EXCLUDED.last_seq, ${LAST_TX}
+           RETURNING session_id, last_seq, last_tx
          ), numbered AS (
-           SELECT i.*, q.last_seq - c.n + row_number() OVER (PARTITION BY i.session_id ORDER BY i.ord) AS seq
+           SELECT i.*, q.last_tx, q.last_seq - c.n + row_number() OVER (PARTITION BY i.session_id ORDER BY i.ord) AS seq
              FROM input i JOIN counts c USING (session_id) JOIN seqs q USING (session_id)
          ), evs AS (
-           INSERT INTO session_events (session_id, seq, type, body, bytes, at)
-           SELECT session_id, seq, type, body, bytes, $5 FROM numbered
+           INSERT INTO session_events (session_id, seq, type, body, bytes, at, tx)
+           SELECT session_id, seq, type, body, bytes, $5, last_tx FROM numbered
            RETURNING session_id, seq, cursor, tx::text AS tx
          )
          SELECT n.ord, e.seq, e.cursor, e.tx, s.owner, ${memberApproversSql("s")} AS approvers
