@@ -1,10 +1,14 @@
 import { defineConfig } from "vitest/config";
+import SlowFirst from "./tests/support/slow-first.ts";
 
 // Unit tests sit beside their modules; suites that cross process boundaries live in tests/.
 // Integration files each create their own database and NATS prefix, so files run in parallel,
 // but the machine has 2 cores: keep the pool small. Their Postgres and NATS: tests/support/global-setup.ts.
 export default defineConfig({
   test: {
+    // Every run ends with its 20 slowest files; files under tests/slow/ start first.
+    reporters: ["default", "./tests/support/slowest-files.ts"],
+    sequence: { sequencer: SlowFirst },
     projects: [
       {
         test: {

@@ -68,11 +68,11 @@ function keepModuleLocations(): Plugin {
   };
 }
 
-async function buildServices(): Promise<void> {
+async function buildServices(outDir: string): Promise<void> {
   await build({
     absWorkingDir: repoRoot,
     entryPoints: Object.fromEntries(Object.entries(ENTRIES).map(([name, src]) => [name, src])),
-    outdir: DIST,
+    outdir: outDir,
     outExtension: { ".js": ".js" },
     bundle: true,
     platform: "node",
@@ -90,7 +90,7 @@ async function buildServices(): Promise<void> {
   await build({
     absWorkingDir: repoRoot,
     entryPoints: [FILE_HELPER.source],
-    outfile: path.join(DIST, FILE_HELPER.out),
+    outfile: path.join(outDir, FILE_HELPER.out),
     bundle: true,
     platform: "node",
     format: "esm",
@@ -99,25 +99,34 @@ async function buildServices(): Promise<void> {
     logLevel: "warning",
   });
   // `pihost` as an installed program: `node dist/pihost.js` or the file itself.
-  const cli = path.join(DIST, "pihost.js");
+  const cli = path.join(outDir, "pihost.js");
   await fs.writeFile(cli, `#!/usr/bin/env node\n${await fs.readFile(cli, "utf8")}`);
   await fs.chmod(cli, 0o755);
 }
 
 /** The console's static files (PI_WEB_WS_URL and PI_WEB_PREFIX are read now, as by `npm run web:build`). */
-async function buildWeb(): Promise<void> {
+async function buildWeb(outDir: string): Promise<void> {
   const { build: viteBuild } = await import("vite");
   await viteBuild({
     configFile: path.join(repoRoot, "services/web/vite.config.ts"),
-    build: { outDir: path.join(DIST, "web"), emptyOutDir: true },
+    build: { outDir: path.join(outDir, "web"), emptyOutDir: true },
     logLevel: "warn",
   });
 }
 
-export async function buildAll(opts: { web: boolean }): Promise<void> {
-  await fs.rm(DIST, { recursive: true, force: true });
-  await buildServices();
-  if (opts.web) await buildWeb();
+/**
+ * Builds into `outDir` (default dist/): any folder directly in the repository, since each module's
+ * location is computed as `../<its source path>` from the bundle (the test suite builds its own copy
+ * into .test-dist/, tests/support/global-setup.ts, so a test rebuilding dist/ never pulls a running
+ * host's files away).
+ */
+export async function buildAll(opts: { web: boolean; outDir?: string }): Promise<void> {
+  const outDir = opts.outDir ?? DIST;
+  if (path.dirname(path.resolve(outDir)) !== repoRoot)
+    throw new Error(`the build goes into a folder directly in ${repoRoot}, not ${outDir}`);
+  await fs.rm(outDir, { recursive: true, force: true });
+  await buildServices(outDir);
+  if (opts.web) await buildWeb(outDir);
 }
 
 if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(path.resolve(process.argv[1])).href) {

@@ -21,6 +21,7 @@ export const LEASE_OLD_ROW = "1700000000014_lease-old-row";
 export const RUN_HISTORY_DELETE = "1700000000015_run-history-delete";
 export const EVENT_CURSOR_BY_TX = "1700000000016_event-cursor-by-transaction";
 export const STATEMENT_REFUSAL = "1700000000017_statement-refusal";
+export const EVENT_ORDER_IN_SESSION = "1700000000018_event-order-within-session";
 export const ALL = [
   LEGACY,
   PLAN_MODE,
@@ -39,6 +40,7 @@ export const ALL = [
   RUN_HISTORY_DELETE,
   EVENT_CURSOR_BY_TX,
   STATEMENT_REFUSAL,
+  EVENT_ORDER_IN_SESSION,
 ];
 /** Every migration after the legacy layout, in order. */
 export const AFTER_LEGACY = ALL.slice(1);

@@ -1,8 +1,13 @@
 // Real child processes for integration tests: the host, the agent worker and the start command,
-// each run with tsx, readiness detected from their JSON log lines, and always reaped after a test.
+// readiness detected from their JSON log lines, and always reaped after a test. The host and the
+// worker run as the production build the suite made at its start (global-setup.ts, .test-dist/);
+// anything else, and every entry when that build is absent (a file run outside the suite's
+// projects), runs from the sources with tsx's loader.
 import { type ChildProcess, spawn } from "node:child_process";
+import { existsSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
+import { ENTRIES } from "../../services/tools/build.ts";
 import { type Resource, track } from "./leaks.ts";
 
 export const REPO_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
@@ -35,13 +40,29 @@ export interface SpawnOptions {
   command?: string[];
 }
 
+/** The suite's own production build (global-setup.ts), relative to the repository. */
+export const TEST_DIST = ".test-dist";
+/** Entries the build holds (services/tools/build.ts ENTRIES): source -> bundle. */
+const BUILT: Record<string, string> = Object.fromEntries(
+  Object.entries(ENTRIES).map(([name, source]) => [source, `${name}.js`]),
+);
+
+/** The source entry as the suite's build, when that build holds it; else as given. */
+function asBuilt(entry: string, opts: SpawnOptions): { entry: string; runner: "tsx" | "node" } {
+  const built = BUILT[entry];
+  if (opts.runner === undefined && built && existsSync(path.join(REPO_ROOT, TEST_DIST, built)))
+    return { entry: path.join(TEST_DIST, built), runner: "node" };
+  return { entry, runner: opts.runner ?? "tsx" };
+}
+
 export function spawnTs(
-  entry: string,
+  sourceEntry: string,
   env: Record<string, string | undefined>,
   args: string[] = [],
   opts: SpawnOptions = {},
 ): ManagedProcess {
-  const loader = opts.runner === "node" ? [] : ["--import", "tsx"];
+  const { entry, runner } = asBuilt(sourceEntry, opts);
+  const loader = runner === "node" ? [] : ["--import", "tsx"];
   const argv = [
     ...(opts.wrap ?? []),
     ...(opts.command ?? [process.execPath, ...loader, path.join(REPO_ROOT, entry)]),
@@ -57,7 +78,7 @@ export function spawnTs(
   const onLine = (line: string) => {
     lines.push(line);
     if (process.env.PIHOST_TEST_VERBOSE)
-      process.stderr.write(`[${path.basename(path.dirname(entry))}] ${line}\n`);
+      process.stderr.write(`[${path.basename(path.dirname(sourceEntry))}] ${line}\n`);
     let parsed: Record<string, unknown> | null = null;
     try {
       parsed = JSON.parse(line);

@@ -5,7 +5,7 @@ import { randomBytes } from "node:crypto";
 import { accessSync, constants, promises as fs } from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { chromium, type Route } from "playwright-core";
+import type { chromium as Chromium, Route } from "playwright-core";
 import { toolResult } from "../../protocol/result.ts";
 import { AppError } from "../../protocol/app-error.ts";
 import type { ErrorCode } from "../../protocol/error-codes.ts";
@@ -308,7 +308,7 @@ export async function runBrowserPreview(
   const { settings } = ctx;
   const sessionId = ctx.sessionId ?? `call-${randomBytes(9).toString("base64url")}`;
   const tmp = await fs.mkdtemp(path.join(os.tmpdir(), "pihost-browser-"));
-  let browser: Awaited<ReturnType<typeof chromium.launch>> | null = null;
+  let browser: Awaited<ReturnType<typeof Chromium.launch>> | null = null;
   let bounds: (() => Promise<void>) | null = null;
   const onAbort = () => void browser?.close().catch(() => {});
   ctx.signal?.addEventListener("abort", onAbort, { once: true });
@@ -316,6 +316,8 @@ export async function runBrowserPreview(
     try {
       const wrapper = await writeWrapper(tmp, settings, sessionId);
       bounds = wrapper.release;
+      // Loaded on first use: playwright-core costs the host about 0.7 s of CPU at every start otherwise.
+      const { chromium } = await import("playwright-core");
       browser = await chromium.launch({
         executablePath: wrapper.file,
         args: CHROMIUM_FLAGS,
