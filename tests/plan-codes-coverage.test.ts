@@ -16,6 +16,7 @@ const read = (dir: string, keep: (f: string) => boolean): SourceFile[] =>
     .map((f) => ({ name: `${dir}/${f}`, text: readFileSync(path.join(REPO_ROOT, dir, f), "utf8") }));
 const sources = [
   ...read("tests", (f) => f.endsWith(".test.ts") && !NOT_TESTS.includes(f)),
+  ...read("tests/slow", (f) => f.endsWith(".test.ts")),
   ...read("tests/support", (f) => f.endsWith(".ts") && f !== "asserted-codes.ts"),
 ];
 

@@ -3,7 +3,7 @@
 // expectedVersion, malformed origins and unknown projects refused with nothing changed; and, with the
 // real project store on the same database outside development mode, only PI_SETTINGS_ADMINS may
 // change them. Whether the sandbox and BrowserPreview honour them: sandbox-network.test.ts and
-// browser-preview.test.ts.
+// slow/browser-preview.test.ts.
 import { describe, expect, it } from "vitest";
 import { createClock } from "../services/host/clock.ts";
 import { createProjectStore } from "../services/host/store/project-store.ts";

@@ -1,6 +1,6 @@
 // README.md's walk-through, run as written with `bash -euo pipefail` against a real host and agent
 // worker (own database, own subject prefix): how they are started is the caller's (tsx from the
-// sources in tests/readme-walkthrough.test.ts, the production build in tests/deploy-build.test.ts).
+// sources in tests/slow/readme-walkthrough.test.ts, the production build in tests/slow/deploy-build.test.ts).
 import { spawn } from "node:child_process";
 import { existsSync, mkdirSync, readdirSync, readFileSync } from "node:fs";
 import path from "node:path";

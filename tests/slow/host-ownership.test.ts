@@ -6,19 +6,19 @@
 // HOST_ID_IN_USE; a SIGKILLed host's sessions are taken over within about a lease; a host whose
 // clock runs ten minutes ahead but beats is never declared dead.
 import { describe, expect, it } from "vitest";
-import { createClock } from "../services/host/clock.ts";
-import { createDb, type Db, fencedAppError, isLeaseLost } from "../services/host/store/db.ts";
-import { migrateUp } from "../services/host/store/migrate.ts";
-import { reportOrphanArtifacts } from "../services/host/store/orphan-artifacts.ts";
-import { leaseOf } from "../services/host/store/session-leases.ts";
-import { runStartupFence } from "../services/host/store/startup-fence.ts";
-import { takeOverHost } from "../services/host/store/takeover.ts";
-import type { SessionEvent } from "../services/protocol/events.ts";
-import type { ProjectView, SessionView } from "../services/protocol/schemas.ts";
-import { startHost } from "./support/processes.ts";
-import { eventually } from "./support/stack.ts";
-import { useStack } from "./support/stack-fixture.ts";
-import type { TestDatabase } from "./support/test-db.ts";
+import { createClock } from "../../services/host/clock.ts";
+import { createDb, type Db, fencedAppError, isLeaseLost } from "../../services/host/store/db.ts";
+import { migrateUp } from "../../services/host/store/migrate.ts";
+import { reportOrphanArtifacts } from "../../services/host/store/orphan-artifacts.ts";
+import { leaseOf } from "../../services/host/store/session-leases.ts";
+import { runStartupFence } from "../../services/host/store/startup-fence.ts";
+import { takeOverHost } from "../../services/host/store/takeover.ts";
+import type { SessionEvent } from "../../services/protocol/events.ts";
+import type { ProjectView, SessionView } from "../../services/protocol/schemas.ts";
+import { startHost } from "../support/processes.ts";
+import { eventually } from "../support/stack.ts";
+import { useStack } from "../support/stack-fixture.ts";
+import type { TestDatabase } from "../support/test-db.ts";
 
 const silent = { info() {}, warn() {}, error() {}, debug() {} } as unknown as Parameters<
   typeof runStartupFence

@@ -6,9 +6,9 @@ import { execFileSync } from "node:child_process";
 import { existsSync, readFileSync, statSync } from "node:fs";
 import path from "node:path";
 import { beforeAll, describe, expect, it } from "vitest";
-import { buildAll, DIST, ENTRIES, FILE_HELPER } from "../services/tools/build.ts";
-import { hostEnv, REPO_ROOT, spawnTs, workerEnv } from "./support/processes.ts";
-import { describeWalkthrough } from "./support/walkthrough.ts";
+import { buildAll, DIST, ENTRIES, FILE_HELPER } from "../../services/tools/build.ts";
+import { hostEnv, REPO_ROOT, spawnTs, workerEnv } from "../support/processes.ts";
+import { describeWalkthrough } from "../support/walkthrough.ts";
 
 beforeAll(async () => {
   await buildAll({ web: true });

@@ -7,13 +7,13 @@
 //   hosts' schedulers (one statement over both used to stop the scheduler for the team).
 // - Then three due occurrences in a row run, the hosts' test clocks advanced.
 import { afterAll, describe, expect, it } from "vitest";
-import type { SessionEvent } from "../services/protocol/events.ts";
-import type { ScheduledRunView, ScheduledTaskView } from "../services/protocol/scheduling-schemas.ts";
-import type { ProjectView, SessionView } from "../services/protocol/schemas.ts";
-import type { ScriptStep } from "../services/protocol/values.ts";
-import { hostEnv, type ManagedProcess, spawnTs, startWorker } from "./support/processes.ts";
-import { eventually, type EventCollector } from "./support/stack.ts";
-import { useStack } from "./support/stack-fixture.ts";
+import type { SessionEvent } from "../../services/protocol/events.ts";
+import type { ScheduledRunView, ScheduledTaskView } from "../../services/protocol/scheduling-schemas.ts";
+import type { ProjectView, SessionView } from "../../services/protocol/schemas.ts";
+import type { ScriptStep } from "../../services/protocol/values.ts";
+import { hostEnv, type ManagedProcess, spawnTs, startWorker } from "../support/processes.ts";
+import { eventually, type EventCollector } from "../support/stack.ts";
+import { useStack } from "../support/stack-fixture.ts";
 
 const HOSTS = ["h1", "h2"] as const;
 const hosts = new Map<string, ManagedProcess>();
