@@ -6,8 +6,6 @@ import { AppError } from "../../protocol/app-error.ts";
 export type Db = pg.Pool;
 export type Tx = pg.PoolClient;
 
-/** Class id of the advisory lock the write fence shares and the startup fence takes exclusively. */
-export const WRITE_FENCE_LOCK_CLASS = 1885956211;
 /** SQLSTATE the write fence raises for a write from a superseded incarnation. */
 export const WRITE_FENCED_SQLSTATE = "PH001";
 /** SQLSTATE the lease trigger raises for a write to a session another host owns (migration 13). */

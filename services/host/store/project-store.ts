@@ -8,6 +8,7 @@ import { promises as fs } from "node:fs";
 import path from "node:path";
 import { AppError } from "../../protocol/app-error.ts";
 import type { Logger } from "../../protocol/log.ts";
+import { ADVISORY_LOCKS } from "./advisory-locks.ts";
 import { boundPage } from "./bounded-page.ts";
 import {
   normalisePreviewOrigins,
@@ -44,8 +45,8 @@ const qualified = (alias: string) =>
     .map((c) => `${alias}.${c}`)
     .join(", ");
 
-/** Key of the transaction-scoped advisory lock every projects.create takes: creates are serial. */
-const PROJECT_ROOTS_LOCK = 1885956212;
+/** Key of the transaction-scoped advisory lock every projects.create takes (advisory-locks.ts). */
+const PROJECT_ROOTS_LOCK = ADVISORY_LOCKS.projectRoots.key;
 
 /** One project of an overlapping pair, as the store keeps it (roots are shown only to who may see). */
 export interface OverlapSide {

@@ -4,7 +4,8 @@
 import { AppError } from "../../protocol/app-error.ts";
 import type { Logger } from "../../protocol/log.ts";
 import type { Clock } from "../clock.ts";
-import { type Db, type Tx, WRITE_FENCE_LOCK_CLASS, withTransaction } from "./db.ts";
+import { ADVISORY_LOCKS } from "./advisory-locks.ts";
+import { type Db, type Tx, withTransaction } from "./db.ts";
 
 /** What a fence ended, so the sessions' people can be told once the bus is up (fence-announce.ts). */
 export interface EndedWork {
@@ -124,7 +125,7 @@ export async function runStartupFence(deps: {
   const report = await withTransaction(db, async (tx) => {
     // Exclusive against every write of this host id in flight (the write fence shares this lock):
     // an earlier incarnation's transaction either commits before the bump or is refused after it.
-    await tx.query("SELECT pg_advisory_xact_lock($1, hashtext($2))", [WRITE_FENCE_LOCK_CLASS, hostId]);
+    await tx.query("SELECT pg_advisory_xact_lock($1, hashtext($2))", [ADVISORY_LOCKS.writeFence.key, hostId]);
     if (deps.seen) await refuseIfStartedMeanwhile(tx, hostId, deps.seen);
     const host = await tx.query(
       `INSERT INTO hosts (id, incarnation, started_at, heartbeat_at, lease_expires_at, info, heartbeat, state) VALUES ($1, 1, $2, $2, $3, $4, 1, 'running')

@@ -3,7 +3,8 @@
 // Which hosts are dead is host-liveness.ts's; announcing what ended is fence-announce.ts's.
 import type { Logger } from "../../protocol/log.ts";
 import type { Clock } from "../clock.ts";
-import { type Db, WRITE_FENCE_LOCK_CLASS, withTransaction } from "./db.ts";
+import { ADVISORY_LOCKS } from "./advisory-locks.ts";
+import { type Db, withTransaction } from "./db.ts";
 import { type EndedWork, endWork } from "./startup-fence.ts";
 
 export interface TakeoverReport extends EndedWork {
@@ -38,7 +39,10 @@ export async function takeOverHost(deps: {
   const at = clock.date();
   const report = await withTransaction(db, async (tx) => {
     await tx.query(`SET LOCAL lock_timeout = ${Math.max(1, Math.floor(deps.lockTimeoutMs ?? 10_000))}`);
-    await tx.query("SELECT pg_advisory_xact_lock($1, hashtext($2))", [WRITE_FENCE_LOCK_CLASS, deadHostId]);
+    await tx.query("SELECT pg_advisory_xact_lock($1, hashtext($2))", [
+      ADVISORY_LOCKS.writeFence.key,
+      deadHostId,
+    ]);
     const row = await tx.query("SELECT heartbeat, state FROM hosts WHERE id = $1 FOR UPDATE", [deadHostId]);
     const dead = row.rows[0];
     if (!dead || dead.state === "dead" || Number(dead.heartbeat) !== deps.observedHeartbeat) return null;

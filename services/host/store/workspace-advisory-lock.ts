@@ -5,9 +5,10 @@
 // dies drops its connection, and Postgres releases the lock.
 import pg from "pg";
 import { AppError } from "../../protocol/app-error.ts";
+import { ADVISORY_LOCKS } from "./advisory-locks.ts";
 
-/** Advisory-lock class of workspaces (the write fence uses another). */
-export const WORKSPACE_LOCK_CLASS = 1885956212;
+/** Advisory-lock class of workspaces (advisory-locks.ts). */
+const WORKSPACE_LOCK_CLASS = ADVISORY_LOCKS.workspace.key;
 
 export interface WorkspaceAdvisoryLocks {
   /** Runs `fn` holding the workspace's lock; waiting longer than `waitMs` is a retriable refusal. */
