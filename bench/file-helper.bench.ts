@@ -34,7 +34,7 @@ const p50 = (samples: number[]) => row(samples).p50;
 
 async function main() {
   const dir = mkdtempSync(path.join(os.tmpdir(), "pihost-bench-filehelper-"));
-  const settings = { ...sandboxSettingsFromEnv(), dataDir: path.join(dir, "data") };
+  const settings = { ...sandboxSettingsFromEnv(process.env), dataDir: path.join(dir, "data") };
   const user = await lookupSandboxUser(settings.user);
   const ws = path.join(dir, "ws");
   mkdirSync(path.join(ws, "src"), { recursive: true, mode: 0o755 });

@@ -16,7 +16,7 @@ const run = promisify(execFile);
 
 async function main() {
   const dir = mkdtempSync(path.join(os.tmpdir(), "pihost-bench-sandbox-"));
-  const settings = { ...sandboxSettingsFromEnv(), dataDir: path.join(dir, "data") };
+  const settings = { ...sandboxSettingsFromEnv(process.env), dataDir: path.join(dir, "data") };
   const user = await lookupSandboxUser(settings.user);
   const ws = path.join(dir, "ws");
   await run("mkdir", ["-m", "0755", ws]);

@@ -11,6 +11,8 @@ import {
   parseWorkspaceAccess,
   type WorkspaceAccess,
 } from "./store/workspace-grants.ts";
+import { forwardTimeoutMs } from "./bus/forward.ts";
+import { hostLivenessConfig } from "./store/host-liveness.ts";
 import { type ToolRunnerConfig, toolRunnerConfigFromEnv } from "./tools/tool-runner.ts";
 import { parseDefaultModel } from "./sessions/model-choice.ts";
 import { formatListenAddress, parseListenAddress } from "./http-listener.ts";
@@ -66,6 +68,10 @@ export interface HostConfig {
   settingsAdmins: string[];
   /** The tool runner's settings (sandbox, Bash default timeout): read here, once, never per call. */
   tools: ToolRunnerConfig;
+  /** PI_HOST_LEASE_MS and PI_HOST_HEARTBEAT_MS: how long a host row lives without a beat, and how often it beats. */
+  liveness: { leaseMs: number; heartbeatMs: number };
+  /** PI_FORWARD_TIMEOUT_MS: the longest a person's request forwarded to another host waits (bus/forward.ts). */
+  forwardTimeoutMs: number;
   /**
    * PI_SANDBOX_GRANT_ACL: projects.create grants the sandbox user access to a workspace it cannot
    * use through POSIX ACLs (tools/workspace-access.ts); off, such a workspace is WORKSPACE_NOT_USABLE.
@@ -151,6 +157,8 @@ export function readHostConfig(env: NodeJS.ProcessEnv = process.env): HostConfig
       .map((s) => s.trim())
       .filter(Boolean),
     tools: toolRunnerConfigFromEnv(env),
+    liveness: hostLivenessConfig(env),
+    forwardTimeoutMs: forwardTimeoutMs(env),
     sandboxGrantAcl: flagEnv(env, "PI_SANDBOX_GRANT_ACL"),
     httpListen: httpListenOf(env),
     httpBlock: (env.PI_HTTP_BLOCK || "")

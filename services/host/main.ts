@@ -22,7 +22,7 @@ import { createEventPublisher } from "./sessions/event-publisher.ts";
 import { readHostConfig } from "./host-config.ts";
 import { createDrainGate, startHostBus } from "./bus/host-bus.ts";
 import { migrateUp } from "./store/migrate.ts";
-import { createForwarding, forwardTimeoutMs } from "./bus/forward.ts";
+import { createForwarding } from "./bus/forward.ts";
 import { ownerOfRequest } from "./store/request-session.ts";
 import { reportOrphanArtifacts } from "./store/orphan-artifacts.ts";
 import { createWorkspaceAdvisoryLocks } from "./store/workspace-advisory-lock.ts";
@@ -42,7 +42,7 @@ import { createSessionSupervisor } from "./sessions/session-supervisor.ts";
 import { createSessionStore } from "./store/session-store.ts";
 import { createSettingsStore } from "./store/settings-store.ts";
 import { awaitHostIdFree, runStartupFence, runStopFence } from "./store/startup-fence.ts";
-import { hostLivenessConfig, startHostLiveness } from "./store/host-liveness.ts";
+import { startHostLiveness } from "./store/host-liveness.ts";
 import { takeOverHost } from "./store/takeover.ts";
 import { announceEndedWork } from "./sessions/fence-announce.ts";
 import { testFaults, wireTestHooks } from "./bus/test-hooks.ts";
@@ -133,7 +133,7 @@ async function main(): Promise<void> {
   const fenceDb = createDb(config.databaseUrl, { max: 2 });
   // Several hosts (issue #16): a `running` row of this id whose heartbeat moves within one lease is
   // another live process: this one exits (HOST_ID_IN_USE) before it changes anything.
-  const liveness = hostLivenessConfig(process.env);
+  const { liveness } = config;
   let fence: Awaited<ReturnType<typeof runStartupFence>>;
   try {
     const seen = await awaitHostIdFree({
@@ -228,6 +228,7 @@ async function main(): Promise<void> {
     clock,
     sessions,
     approvalTimeoutMs: config.approvalTimeoutMs,
+    sandboxUser: config.tools.sandbox.user,
     ...(faults ? { faults } : {}),
   });
   // Tell the owners and approvers of fenced work, on the bus, before serving anything: every
@@ -489,7 +490,7 @@ async function main(): Promise<void> {
       nc,
       prefix: config.prefix,
       hostId: config.hostId,
-      timeoutMs: forwardTimeoutMs(process.env),
+      timeoutMs: config.forwardTimeoutMs,
       log,
       ownerOf: (ref) => ownerOfRequest(db, ref.field, ref.id),
     }),

@@ -11,7 +11,7 @@ const sandbox = await startSandbox({
   workspace,
   sessionId: "gate-probe",
   command,
-  settings: sandboxSettingsFromEnv(),
+  settings: sandboxSettingsFromEnv(process.env),
   network: true,
 });
 const deadline = Date.now() + 10_000;

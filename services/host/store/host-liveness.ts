@@ -60,7 +60,7 @@ export function createLivenessObserver(opts: { selfId: string; leaseMs: number; 
 export type LivenessObserver = ReturnType<typeof createLivenessObserver>;
 
 /** PI_HOST_LEASE_MS (default 15000) and PI_HOST_HEARTBEAT_MS (default 2000), heartbeat < lease. */
-export function hostLivenessConfig(env: NodeJS.ProcessEnv = process.env): {
+export function hostLivenessConfig(env: NodeJS.ProcessEnv): {
   leaseMs: number;
   heartbeatMs: number;
 } {

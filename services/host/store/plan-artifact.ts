@@ -49,7 +49,7 @@ export async function writePlanArtifact(opts: {
   title: string;
   markdown: string;
   now: Date;
-  /** The sandbox user the `.pi` check is about (default PI_SANDBOX_USER or pihost-sandbox). */
+  /** The sandbox user the `.pi` check is about (the host config's; default pihost-sandbox). */
   sandboxUser?: string;
   /** Test hooks only: runs after the file is created and before its bytes are written. */
   beforeWrite?: () => Promise<void>;

@@ -66,6 +66,8 @@ export interface PlanStoreDeps {
   clock: Clock;
   sessions: SessionStore;
   approvalTimeoutMs: number;
+  /** The sandbox user the plan folder's seal is checked against (the host's config). */
+  sandboxUser?: string;
   /** Test hooks only: the artifact write ("artifactWrite") and the row insert ("planRow") can fail. */
   faults?: PlanFaults;
 }

@@ -41,6 +41,7 @@ export function planSubmit(deps: PlanStoreDeps) {
     if (existing.rowCount) throw new AppError("PLAN_ALREADY_PENDING");
     const now = clock.date();
     const artifact = await writePlanArtifact({
+      ...(deps.sandboxUser ? { sandboxUser: deps.sandboxUser } : {}),
       workspaceRoot: session.workspace_root,
       title,
       markdown,

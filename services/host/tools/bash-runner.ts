@@ -40,7 +40,7 @@ export interface BashContext {
 }
 
 /** Bash's default timeout from an environment (PI_BASH_DEFAULT_TIMEOUT_MS; anything unusable: 60 s). */
-export function bashDefaultTimeoutMs(env: NodeJS.ProcessEnv = process.env): number {
+export function bashDefaultTimeoutMs(env: NodeJS.ProcessEnv): number {
   const raw = env.PI_BASH_DEFAULT_TIMEOUT_MS;
   const n = raw ? Number(raw) : BASH_DEFAULT_TIMEOUT_MS;
   return Number.isInteger(n) && n > 0 ? n : BASH_DEFAULT_TIMEOUT_MS;

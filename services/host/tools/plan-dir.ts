@@ -246,7 +246,7 @@ export interface OpenPlanDirOptions {
   create: boolean;
   /** Check owner, mode bits and ACLs of both folders on the open handles (before writes and sandbox starts). */
   check: boolean;
-  /** The sandbox user the `.pi` check is about (default PI_SANDBOX_USER or pihost-sandbox). */
+  /** The sandbox user the `.pi` check is about (the host's config; default pihost-sandbox). */
   sandboxUser?: string;
 }
 
@@ -270,7 +270,7 @@ export async function openPlanDir(workspaceRoot: string, opts: OpenPlanDirOption
   }
   let pi: fs.FileHandle | undefined;
   let plan: fs.FileHandle | undefined;
-  const user = opts.sandboxUser ?? (process.env.PI_SANDBOX_USER || DEFAULT_SANDBOX_USER);
+  const user = opts.sandboxUser ?? DEFAULT_SANDBOX_USER;
   try {
     const piDir = await openDirAt(root.fd, PI_DIR_NAME, PI_DIR_NAME, opts.create);
     pi = piDir;

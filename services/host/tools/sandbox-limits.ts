@@ -81,7 +81,7 @@ export function parseBytes(raw: string): number | null {
 }
 
 /** The bounds from the host's environment; a malformed value is an error at start, not a default. */
-export function sandboxLimitSettingsFromEnv(env: NodeJS.ProcessEnv = process.env): SandboxLimitSettings {
+export function sandboxLimitSettingsFromEnv(env: NodeJS.ProcessEnv): SandboxLimitSettings {
   const pids = Number(env.PI_SANDBOX_PIDS_MAX || DEFAULT_PIDS_MAX);
   if (!Number.isInteger(pids) || pids < 8)
     throw new Error("PI_SANDBOX_PIDS_MAX must be an integer, at least 8");
@@ -350,7 +350,8 @@ function boundsOf(d: Detected, s: SandboxLimitSettings): SandboxLimits {
  * a cgroup kind was detected but the sandbox's cgroup cannot be made, configured or joined.
  */
 export async function sandboxLimits(settings: LimitsInput): Promise<SandboxLimits> {
-  const s = settings.limits ?? sandboxLimitSettingsFromEnv();
+  // Without settings (read once from the environment by the host's config), the defaults.
+  const s = settings.limits ?? sandboxLimitSettingsFromEnv({});
   return boundsOf(await detect(s), s);
 }
 
@@ -362,7 +363,7 @@ export async function sandboxLimits(settings: LimitsInput): Promise<SandboxLimit
 export async function cleanupLeftoverCgroups(settings: {
   limits?: SandboxLimitSettings;
 }): Promise<{ removed: number; failed: string[] }> {
-  const s = settings.limits ?? sandboxLimitSettingsFromEnv();
+  const s = settings.limits ?? sandboxLimitSettingsFromEnv({});
   const d = await detect(s).catch(() => null);
   let removed = 0;
   const failed: string[] = [];

@@ -66,7 +66,7 @@ export interface SandboxSettings {
 }
 
 /** The sandbox's configuration, read from the host's environment (docs/operations.md). */
-export function sandboxSettingsFromEnv(env: NodeJS.ProcessEnv = process.env): SandboxSettings {
+export function sandboxSettingsFromEnv(env: NodeJS.ProcessEnv): SandboxSettings {
   return {
     user: env.PI_SANDBOX_USER || DEFAULT_SANDBOX_USER,
     dataDir: path.resolve(env.PI_DATA_DIR || ".pihost-data"),

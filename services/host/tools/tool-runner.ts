@@ -32,7 +32,7 @@ export interface ToolRunnerConfig {
 }
 
 /** The runner's configuration from an environment (docs/operations.md lists the variables). */
-export function toolRunnerConfigFromEnv(env: NodeJS.ProcessEnv = process.env): ToolRunnerConfig {
+export function toolRunnerConfigFromEnv(env: NodeJS.ProcessEnv): ToolRunnerConfig {
   const grep = Number(env.PI_GREP_TIMEOUT_MS);
   return {
     sandbox: sandboxSettingsFromEnv(env),
@@ -141,11 +141,8 @@ function isRunnable(tool: string): tool is RunnableTool {
   return Object.hasOwn(RUNNABLE, tool);
 }
 
-/**
- * The host's tool runner, built once: `config` comes from host-config (read at start); without one,
- * from this process's environment, read now.
- */
-export function createToolRunner(config: ToolRunnerConfig = toolRunnerConfigFromEnv()): ToolRunner {
+/** The host's tool runner, built once: `config` comes from host-config (read at start). */
+export function createToolRunner(config: ToolRunnerConfig): ToolRunner {
   const helpers = createFileHelpers(config.sandbox, config.fileHelpers);
   const deps: RunDeps = { config, helpers };
   const runner: ToolRunner = {
