@@ -12,19 +12,19 @@ import { createHash } from "node:crypto";
 import { existsSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
-import type { SessionEvent } from "../services/protocol/events.ts";
+import type { SessionEvent } from "../../services/protocol/events.ts";
 import type {
   ProjectView,
   SessionView,
   ToolExecuteResult,
   TurnAssignment,
-} from "../services/protocol/schemas.ts";
-import { encodeJson } from "../services/protocol/envelope.ts";
-import { pluginWildcard } from "../services/protocol/subjects.ts";
-import { openStackDir, sandboxWorkspace, writeSandboxFile } from "./support/sandbox.ts";
-import type { EventCollector } from "./support/stack.ts";
-import { useStack } from "./support/stack-fixture.ts";
-import { promptAndClaim } from "./support/worker-double.ts";
+} from "../../services/protocol/schemas.ts";
+import { encodeJson } from "../../services/protocol/envelope.ts";
+import { pluginWildcard } from "../../services/protocol/subjects.ts";
+import { openStackDir, sandboxWorkspace, writeSandboxFile } from "../support/sandbox.ts";
+import type { EventCollector } from "../support/stack.ts";
+import { useStack } from "../support/stack-fixture.ts";
+import { promptAndClaim } from "../support/worker-double.ts";
 
 const stack = useStack("toolmatrix", {
   extra: { PI_TURN_LEASE_MS: "600000" },

@@ -8,19 +8,19 @@ import net from "node:net";
 import os from "node:os";
 import path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { resolveNats } from "../services/start/infra.ts";
-import type { ResolvedNats } from "../services/start/nats.ts";
+import { resolveNats } from "../../services/start/infra.ts";
+import type { ResolvedNats } from "../../services/start/nats.ts";
 import {
   consoleSocket,
   startWebConsole,
   WEB_CONFIG_FILE,
   webOrigins,
-} from "../services/start/web-console.ts";
-import { reapAll, spawnTs } from "./support/processes.ts";
-import { captureLog, dataDirs } from "./support/start.ts";
-import { useLeakCheck } from "./support/stack-fixture.ts";
-import { createTestDatabase, type TestDatabase } from "./support/test-db.ts";
-import { freePort, NATS_URL, uniquePrefix } from "./support/test-nats.ts";
+} from "../../services/start/web-console.ts";
+import { reapAll, spawnTs } from "../support/processes.ts";
+import { captureLog, dataDirs } from "../support/start.ts";
+import { useLeakCheck } from "../support/stack-fixture.ts";
+import { createTestDatabase, type TestDatabase } from "../support/test-db.ts";
+import { freePort, NATS_URL, uniquePrefix } from "../support/test-nats.ts";
 
 useLeakCheck("start-console");
 const started: ResolvedNats[] = [];

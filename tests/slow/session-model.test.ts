@@ -6,23 +6,23 @@
 import { writeFileSync } from "node:fs";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
-import { AppError } from "../services/protocol/app-error.ts";
+import { AppError } from "../../services/protocol/app-error.ts";
 import type {
   ProjectView,
   ProposalView,
   SessionView,
   ToolExecuteResult,
   TurnAssignment,
-} from "../services/protocol/schemas.ts";
+} from "../../services/protocol/schemas.ts";
 import {
   enumerateEdges,
   type ModelEdge,
   type ModelEvent,
   type Recorded,
   runModel,
-} from "./support/session-model.ts";
-import { eventually, type Stack } from "./support/stack.ts";
-import { useStack } from "./support/stack-fixture.ts";
+} from "../support/session-model.ts";
+import { eventually, type Stack } from "../support/stack.ts";
+import { useStack } from "../support/stack-fixture.ts";
 
 const STEP_OF: Record<string, string> = {
   prompting: "startTurn",
