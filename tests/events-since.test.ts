@@ -13,11 +13,10 @@ import { createDb } from "../services/host/store/db.ts";
 import {
   createEventStore,
   EVENT_KEEP_PER_SESSION,
-  HORIZON_SQL,
   EVENT_PAGE_MAX_BYTES,
   EVENT_STORED_MAX_BYTES,
 } from "../services/host/store/event-store.ts";
-import { eventually } from "./support/stack.ts";
+import { eventsSettled, eventually } from "./support/stack.ts";
 import { useStack } from "./support/stack-fixture.ts";
 import { promptAndClaim, refusalCode } from "./support/worker-double.ts";
 
@@ -32,26 +31,9 @@ interface Page {
 const since = (principal: string, params: Record<string, unknown> = {}) =>
   stack.rpc(principal).call<Page>("events.since", params);
 
-/**
- * Every event committed so far is below the horizon (a page holds only what is: store/event-store.ts
- * HORIZON_SQL): a write of the host's own still open holds pages back a moment, never makes one skip.
- */
-async function settled(): Promise<void> {
-  await eventually(
-    async () => {
-      const r = await stack.db.pool.query(
-        `SELECT coalesce((SELECT max(tx) FROM session_events) < ${HORIZON_SQL}, true) AS ok`,
-      );
-      return r.rows[0].ok === true;
-    },
-    10_000,
-    "events below the horizon",
-  );
-}
-
 /** Every page from `after` until `more` is false, once everything committed before is readable. */
 async function drain(principal: string, params: Record<string, unknown> = {}, after: string | 0 = 0) {
-  await settled();
+  await eventsSettled(stack.db.pool);
   const pages: Page[] = [];
   let cursor: string | 0 = after;
   for (;;) {

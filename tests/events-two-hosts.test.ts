@@ -9,10 +9,10 @@ import fc from "fast-check";
 import { afterAll, describe, expect, it } from "vitest";
 import { createClock } from "../services/host/clock.ts";
 import type { Db } from "../services/host/store/db.ts";
-import { createEventStore, HORIZON_SQL } from "../services/host/store/event-store.ts";
+import { createEventStore } from "../services/host/store/event-store.ts";
 import type { ProjectView, SessionView } from "../services/protocol/schemas.ts";
 import { hostEnv, type ManagedProcess, spawnTs } from "./support/processes.ts";
-import { eventually } from "./support/stack.ts";
+import { eventsSettled } from "./support/stack.ts";
 import { useStack } from "./support/stack-fixture.ts";
 
 const HOSTS = ["w1", "w2"] as const;
@@ -165,16 +165,7 @@ describe("events.since under two host processes and a slow writer", () => {
           await Promise.all([...hostWrites, slowWrites]);
           // Stop once everything committed lies below the horizon (a heartbeat's transaction open
           // at that moment holds pages back, never makes one skip): the last pages then hold all.
-          await eventually(
-            async () => {
-              const r = await stack.db.pool.query(
-                `SELECT coalesce((SELECT max(tx) FROM session_events) < ${HORIZON_SQL}, true) AS ok`,
-              );
-              return r.rows[0].ok === true;
-            },
-            10_000,
-            "events below the horizon",
-          );
+          await eventsSettled(stack.db.pool);
           done = true;
           const [alices, bobsRead] = await readers;
 

@@ -4,6 +4,8 @@ import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from "node:fs
 import os from "node:os";
 import path from "node:path";
 import type { NatsConnection, Subscription } from "@nats-io/nats-core";
+import type pg from "pg";
+import { HORIZON_SQL } from "../../services/host/store/event-store.ts";
 import { decodeJson, encodeJson, unwrapReply } from "../../services/protocol/envelope.ts";
 import type { SessionEvent } from "../../services/protocol/events.ts";
 import { createAgentClient, createRpcClient } from "../../services/protocol/rpc-client.ts";
@@ -207,6 +209,24 @@ export async function eventually<T>(
       throw new Error(`${label} not reached in ${timeoutMs} ms${last ? `: ${String(last)}` : ""}`);
     await new Promise((r) => setTimeout(r, 50));
   }
+}
+
+/**
+ * Waits until every event stored so far lies below the visibility horizon (a page holds only what
+ * does: store/event-store.ts HORIZON_SQL). A transaction open meanwhile (a host's own write, a
+ * heartbeat) holds pages back a moment, never makes one skip.
+ */
+export async function eventsSettled(pool: pg.Pool, timeoutMs = 10_000): Promise<void> {
+  await eventually(
+    async () => {
+      const r = await pool.query(
+        `SELECT coalesce((SELECT max(tx) FROM session_events) < ${HORIZON_SQL}, true) AS ok`,
+      );
+      return r.rows[0].ok === true;
+    },
+    timeoutMs,
+    "events below the horizon",
+  );
 }
 
 /** Makes `principals` members of `owner`'s project (approvers must be members, docs/security.md). */

@@ -94,6 +94,15 @@ const END_PARKED = (turn: string, at: string) => `ended AS (
 const AFTER_END_PARKED = "(SELECT count(*) FROM nested) + (SELECT count(*) FROM ended) >= 0";
 
 /**
+ * The SELECT list both decisions end with: written or refused, the appended events, who may receive
+ * them, and how many of the other parts wrote (`$2` is the session id in both).
+ */
+const RESOLVED_SELECT = `SELECT ${WRITTEN_OR_REFUSED}, ${appendedEventsColumn()},
+            (SELECT ${memberApproversSql("s")} FROM sessions s WHERE s.id = $2) AS approvers,
+            (SELECT count(*) FROM ended) + (SELECT count(*) FROM nested) + (SELECT count(*) FROM entry)
+              + (SELECT count(*) FROM audit) AS parts`;
+
+/**
  * Approve, one statement: the session to Agent with the chosen permission mode (its version
  * checked), the row approved with a new execution (its version checked), the parked turn ended, the
  * execution turn and its opening message, the audit row, and the events turn.ended, plan.changed
@@ -155,10 +164,7 @@ export async function approveStatement(db: Db, i: ResolveInput): Promise<Resolve
        ],
        "EXISTS (SELECT 1 FROM decided)",
      )}
-     SELECT ${WRITTEN_OR_REFUSED}, ${appendedEventsColumn()},
-            (SELECT ${memberApproversSql("s")} FROM sessions s WHERE s.id = $2) AS approvers,
-            (SELECT count(*) FROM ended) + (SELECT count(*) FROM nested) + (SELECT count(*) FROM entry)
-              + (SELECT count(*) FROM audit) AS parts`,
+     ${RESOLVED_SELECT}`,
     [
       row.id,
       row.session_id,
@@ -225,10 +231,7 @@ export async function rejectStatement(db: Db, i: ResolveInput): Promise<ResolveW
        ],
        "EXISTS (SELECT 1 FROM decided)",
      )}
-     SELECT ${WRITTEN_OR_REFUSED}, ${appendedEventsColumn()},
-            (SELECT ${memberApproversSql("s")} FROM sessions s WHERE s.id = $2) AS approvers,
-            (SELECT count(*) FROM ended) + (SELECT count(*) FROM nested) + (SELECT count(*) FROM entry)
-              + (SELECT count(*) FROM audit) AS parts`,
+     ${RESOLVED_SELECT}`,
     [
       row.id,
       row.session_id,
