@@ -47,9 +47,14 @@ afterAll(async () => {
   await new Promise((r) => server?.close(r));
 });
 
+// A preview is bounded by the tool itself (browser launch 20 s, page 15 s: browser-preview.ts). The
+// worker double waits longer than that, as the real worker's tool client does, so a slow Chromium
+// start on a loaded machine is the tool's own timeout, never a lost reply.
+const TOOL_REPLY_MS = 45_000;
+const TEST_MS = 120_000;
 let calls = 0;
 const call = (a: TurnAssignment, tool: string, args: Record<string, unknown>) =>
-  executeTool(stack, a, `bp${++calls}`, tool, args);
+  executeTool(stack, a, `bp${++calls}`, tool, args, {}, TOOL_REPLY_MS);
 
 const textOf = (r: ToolExecuteResult) => r.content.map((c) => ("text" in c ? c.text : "")).join("");
 
@@ -58,166 +63,187 @@ function listing(dir: string): string[] {
 }
 
 describe("BrowserPreview", () => {
-  it("renders a listed origin's page in Plan, blocks every other origin, and writes only the scratch PNG", async () => {
-    const { ws, projectId, assignment } = await sandboxTurn(stack, "plan");
-    await stack.rpc("alice").call("projects.configure", { projectId, previewOrigins: [origin] });
-    const before = listing(ws);
-    const r = await call(assignment, "BrowserPreview", { url: `${origin}/`, waitMs: 300 });
-    expect(r.isError, textOf(r)).toBe(false);
-    expect(textOf(r)).toContain("Listed Preview");
-    expect(textOf(r)).toContain("Hello from a listed origin");
-    expect(textOf(r)).toContain("fetch blocked");
-    const d = r.details as { title: string; url: string; screenshotPath: string; blocked: string[] };
-    expect(d.title).toBe("Listed Preview");
-    expect(d.url).toBe(`${origin}/`);
-    expect(d.blocked).toEqual(
-      expect.arrayContaining(["https://example.com/", "https://images.example.net/cat.png"]),
-    );
-    expect(hits).toEqual(["/"]);
-    expect(d.screenshotPath.startsWith(path.join(stack.env.dataDir, "scratch", assignment.sessionId))).toBe(
-      true,
-    );
-    expect(existsSync(d.screenshotPath)).toBe(true);
-    expect(readFileSync(d.screenshotPath).subarray(1, 4).toString()).toBe("PNG");
-    expect(listing(ws)).toEqual(before);
-  }, 30_000);
+  it(
+    "renders a listed origin's page in Plan, blocks every other origin, and writes only the scratch PNG",
+    async () => {
+      const { ws, projectId, assignment } = await sandboxTurn(stack, "plan");
+      await stack.rpc("alice").call("projects.configure", { projectId, previewOrigins: [origin] });
+      const before = listing(ws);
+      const r = await call(assignment, "BrowserPreview", { url: `${origin}/`, waitMs: 300 });
+      expect(r.isError, textOf(r)).toBe(false);
+      expect(textOf(r)).toContain("Listed Preview");
+      expect(textOf(r)).toContain("Hello from a listed origin");
+      expect(textOf(r)).toContain("fetch blocked");
+      const d = r.details as { title: string; url: string; screenshotPath: string; blocked: string[] };
+      expect(d.title).toBe("Listed Preview");
+      expect(d.url).toBe(`${origin}/`);
+      expect(d.blocked).toEqual(
+        expect.arrayContaining(["https://example.com/", "https://images.example.net/cat.png"]),
+      );
+      expect(hits).toEqual(["/"]);
+      expect(d.screenshotPath.startsWith(path.join(stack.env.dataDir, "scratch", assignment.sessionId))).toBe(
+        true,
+      );
+      expect(existsSync(d.screenshotPath)).toBe(true);
+      expect(readFileSync(d.screenshotPath).subarray(1, 4).toString()).toBe("PNG");
+      expect(listing(ws)).toEqual(before);
+    },
+    TEST_MS,
+  );
 
-  it("renders a workspace file:// page with its relative assets, and refuses other URLs", async () => {
-    const { ws, assignment } = await sandboxTurn(stack, "plan");
-    mkdirSync(path.join(ws, "site"), { recursive: true });
-    writeFileSync(path.join(ws, "site", "style.css"), "h1 { color: rgb(200, 0, 0); }");
-    writeFileSync(
-      path.join(ws, "site", "index.html"),
-      `<html><head><title>Workspace Page</title><link rel="stylesheet" href="style.css"></head>
+  it(
+    "renders a workspace file:// page with its relative assets, and refuses other URLs",
+    async () => {
+      const { ws, assignment } = await sandboxTurn(stack, "plan");
+      mkdirSync(path.join(ws, "site"), { recursive: true });
+      writeFileSync(path.join(ws, "site", "style.css"), "h1 { color: rgb(200, 0, 0); }");
+      writeFileSync(
+        path.join(ws, "site", "index.html"),
+        `<html><head><title>Workspace Page</title><link rel="stylesheet" href="style.css"></head>
 <body><h1>From the workspace</h1><p id="c"></p><img src="http://images.example.net/x.png">
 <script>addEventListener("load", () => { document.getElementById("c").textContent =
 "color " + getComputedStyle(document.querySelector("h1")).color; });</script></body></html>`,
-    );
-    writeFileSync(path.join(ws, ".env"), "SECRET=1");
-    const ok = await call(assignment, "BrowserPreview", { url: `file://${ws}/site/index.html` });
-    expect(ok.isError, textOf(ok)).toBe(false);
-    expect(textOf(ok)).toContain("Workspace Page");
-    expect(textOf(ok)).toContain("From the workspace");
-    expect(textOf(ok)).toContain("color rgb(200, 0, 0)");
-    expect((ok.details as { blocked: string[] }).blocked).toContain("http://images.example.net/x.png");
+      );
+      writeFileSync(path.join(ws, ".env"), "SECRET=1");
+      const ok = await call(assignment, "BrowserPreview", { url: `file://${ws}/site/index.html` });
+      expect(ok.isError, textOf(ok)).toBe(false);
+      expect(textOf(ok)).toContain("Workspace Page");
+      expect(textOf(ok)).toContain("From the workspace");
+      expect(textOf(ok)).toContain("color rgb(200, 0, 0)");
+      expect((ok.details as { blocked: string[] }).blocked).toContain("http://images.example.net/x.png");
 
-    const outside = await call(assignment, "BrowserPreview", { url: "file:///etc/passwd" });
-    expect(outside).toMatchObject({ isError: true, code: "PATH_OUTSIDE_WORKSPACE" });
-    const dotdot = await call(assignment, "BrowserPreview", { url: `file://${ws}/../../etc/hostname` });
-    expect(dotdot).toMatchObject({ isError: true, code: "PATH_OUTSIDE_WORKSPACE" });
-    const denied = await call(assignment, "BrowserPreview", { url: `file://${ws}/.env` });
-    expect(denied).toMatchObject({ isError: true, code: "WORKSPACE_PATH_DENIED" });
-    for (const url of ["https://example.com/", "http://10.0.0.1/", "ftp://127.0.0.1/", "data:text/html,x"]) {
-      const r = await call(assignment, "BrowserPreview", { url });
-      expect(r, url).toMatchObject({ isError: true, code: "BROWSER_URL_NOT_ALLOWED" });
-    }
-    const badWait = await call(assignment, "BrowserPreview", { url: "http://127.0.0.1/", waitMs: 10_001 });
-    expect(badWait).toMatchObject({ isError: true, code: "INVALID_PARAMS" });
-  }, 30_000);
-
-  it("loads the origins the project lists (exact origin), and nothing else", async () => {
-    // The host's own non-loopback address stands in for an origin elsewhere (the machine has no
-    // other network to serve one from); unlisted, it is refused like any other.
-    const listedHits: string[] = [];
-    const otherHits: string[] = [];
-    let otherOrigin = "";
-    const listed = createServer((req, res) => {
-      listedHits.push(req.url ?? "");
-      if (req.url === "/pixel.svg") {
-        res.setHeader("content-type", "image/svg+xml");
-        return res.end('<svg xmlns="http://www.w3.org/2000/svg" width="1" height="1"/>');
+      const outside = await call(assignment, "BrowserPreview", { url: "file:///etc/passwd" });
+      expect(outside).toMatchObject({ isError: true, code: "PATH_OUTSIDE_WORKSPACE" });
+      const dotdot = await call(assignment, "BrowserPreview", { url: `file://${ws}/../../etc/hostname` });
+      expect(dotdot).toMatchObject({ isError: true, code: "PATH_OUTSIDE_WORKSPACE" });
+      const denied = await call(assignment, "BrowserPreview", { url: `file://${ws}/.env` });
+      expect(denied).toMatchObject({ isError: true, code: "WORKSPACE_PATH_DENIED" });
+      for (const url of [
+        "https://example.com/",
+        "http://10.0.0.1/",
+        "ftp://127.0.0.1/",
+        "data:text/html,x",
+      ]) {
+        const r = await call(assignment, "BrowserPreview", { url });
+        expect(r, url).toMatchObject({ isError: true, code: "BROWSER_URL_NOT_ALLOWED" });
       }
-      res.setHeader("content-type", "text/html; charset=utf-8");
-      res.end(`<!doctype html><html><head><title>Listed Origin</title></head><body><h1>listed</h1>
+      const badWait = await call(assignment, "BrowserPreview", { url: "http://127.0.0.1/", waitMs: 10_001 });
+      expect(badWait).toMatchObject({ isError: true, code: "INVALID_PARAMS" });
+    },
+    TEST_MS,
+  );
+
+  it(
+    "loads the origins the project lists (exact origin), and nothing else",
+    async () => {
+      // The host's own non-loopback address stands in for an origin elsewhere (the machine has no
+      // other network to serve one from); unlisted, it is refused like any other.
+      const listedHits: string[] = [];
+      const otherHits: string[] = [];
+      let otherOrigin = "";
+      const listed = createServer((req, res) => {
+        listedHits.push(req.url ?? "");
+        if (req.url === "/pixel.svg") {
+          res.setHeader("content-type", "image/svg+xml");
+          return res.end('<svg xmlns="http://www.w3.org/2000/svg" width="1" height="1"/>');
+        }
+        res.setHeader("content-type", "text/html; charset=utf-8");
+        res.end(`<!doctype html><html><head><title>Listed Origin</title></head><body><h1>listed</h1>
 <p id="img">img pending</p><p id="other">other pending</p>
 <img src="/pixel.svg" onload="document.getElementById('img').textContent='img loaded'">
 <script>fetch(${JSON.stringify(`${otherOrigin}/`)}).then(() => { document.getElementById("other").textContent = "other reached"; },
   () => { document.getElementById("other").textContent = "other blocked"; });</script></body></html>`);
-    });
-    const other = createServer((req, res) => {
-      otherHits.push(req.url ?? "");
-      res.end("other");
-    });
-    await new Promise<void>((resolve) => listed.listen(0, hostAddress(), resolve));
-    await new Promise<void>((resolve) => other.listen(0, hostAddress(), resolve));
-    try {
-      const listedOrigin = `http://${hostAddress()}:${(listed.address() as AddressInfo).port}`;
-      otherOrigin = `http://${hostAddress()}:${(other.address() as AddressInfo).port}`;
-      const page = `${listedOrigin}/`;
-      const { projectId, assignment } = await sandboxTurn(stack, "plan");
-      const before = await call(assignment, "BrowserPreview", { url: page });
-      expect(before).toMatchObject({ isError: true, code: "BROWSER_URL_NOT_ALLOWED" });
-      expect(listedHits).toEqual([]);
-
-      await stack.rpc("alice").call("projects.configure", {
-        projectId,
-        previewOrigins: [`${listedOrigin}/`],
       });
-      const r = await call(assignment, "BrowserPreview", { url: page, waitMs: 300 });
-      expect(r.isError, textOf(r)).toBe(false);
-      expect(textOf(r)).toContain("Listed Origin");
-      expect(textOf(r)).toContain("img loaded");
-      expect(textOf(r)).toContain("other blocked");
-      expect(listedHits).toEqual(["/", "/pixel.svg"]);
-      expect(otherHits).toEqual([]);
-      expect((r.details as { blocked: string[] }).blocked).toContain(`${otherOrigin}/`);
-      const direct = await call(assignment, "BrowserPreview", { url: `${otherOrigin}/` });
-      expect(direct).toMatchObject({ isError: true, code: "BROWSER_URL_NOT_ALLOWED" });
-    } finally {
-      await new Promise((r) => listed.close(r));
-      await new Promise((r) => other.close(r));
-    }
-  }, 30_000);
+      const other = createServer((req, res) => {
+        otherHits.push(req.url ?? "");
+        res.end("other");
+      });
+      await new Promise<void>((resolve) => listed.listen(0, hostAddress(), resolve));
+      await new Promise<void>((resolve) => other.listen(0, hostAddress(), resolve));
+      try {
+        const listedOrigin = `http://${hostAddress()}:${(listed.address() as AddressInfo).port}`;
+        otherOrigin = `http://${hostAddress()}:${(other.address() as AddressInfo).port}`;
+        const page = `${listedOrigin}/`;
+        const { projectId, assignment } = await sandboxTurn(stack, "plan");
+        const before = await call(assignment, "BrowserPreview", { url: page });
+        expect(before).toMatchObject({ isError: true, code: "BROWSER_URL_NOT_ALLOWED" });
+        expect(listedHits).toEqual([]);
 
-  it("reads a fetched response only up to the cap and drops the connection", async () => {
-    let sent = 0;
-    let closed = false;
-    const chunk = Buffer.alloc(256 * 1024, 97);
-    const endless = createServer((req, res) => {
-      if (req.url !== "/huge") {
-        res.setHeader("content-type", "text/html; charset=utf-8");
-        // The page's load event waits for the script, so the call returns after the cut response.
-        return res.end(`<!doctype html><title>Endless</title><p>endless</p><script src="/huge"></script>`);
+        await stack.rpc("alice").call("projects.configure", {
+          projectId,
+          previewOrigins: [`${listedOrigin}/`],
+        });
+        const r = await call(assignment, "BrowserPreview", { url: page, waitMs: 300 });
+        expect(r.isError, textOf(r)).toBe(false);
+        expect(textOf(r)).toContain("Listed Origin");
+        expect(textOf(r)).toContain("img loaded");
+        expect(textOf(r)).toContain("other blocked");
+        expect(listedHits).toEqual(["/", "/pixel.svg"]);
+        expect(otherHits).toEqual([]);
+        expect((r.details as { blocked: string[] }).blocked).toContain(`${otherOrigin}/`);
+        const direct = await call(assignment, "BrowserPreview", { url: `${otherOrigin}/` });
+        expect(direct).toMatchObject({ isError: true, code: "BROWSER_URL_NOT_ALLOWED" });
+      } finally {
+        await new Promise((r) => listed.close(r));
+        await new Promise((r) => other.close(r));
       }
-      res.on("close", () => {
-        closed = true;
-      });
-      const pump = () => {
-        while (!closed && sent < 1024 * 1024 * 1024) {
-          sent += chunk.length;
-          if (!res.write(chunk)) return void res.once("drain", pump);
+    },
+    TEST_MS,
+  );
+
+  it(
+    "reads a fetched response only up to the cap and drops the connection",
+    async () => {
+      let sent = 0;
+      let closed = false;
+      const chunk = Buffer.alloc(256 * 1024, 97);
+      const endless = createServer((req, res) => {
+        if (req.url !== "/huge") {
+          res.setHeader("content-type", "text/html; charset=utf-8");
+          // The page's load event waits for the script, so the call returns after the cut response.
+          return res.end(`<!doctype html><title>Endless</title><p>endless</p><script src="/huge"></script>`);
         }
-      };
-      pump();
-    });
-    await new Promise<void>((resolve) => endless.listen(0, hostAddress(), resolve));
-    try {
-      const url = `http://${hostAddress()}:${(endless.address() as AddressInfo).port}/`;
-      // Called directly with a 1 MiB cap: the same code path, without pushing 10 MiB through the
-      // browser's debugging pipe on a busy 2-core machine.
-      const cap = 1024 * 1024;
-      const r = await runBrowserPreview(
-        { url },
-        {
-          workspace: stack.dir,
-          readWorkspaceFile: async () => {
-            throw new Error("no workspace files here");
+        res.on("close", () => {
+          closed = true;
+        });
+        const pump = () => {
+          while (!closed && sent < 1024 * 1024 * 1024) {
+            sent += chunk.length;
+            if (!res.write(chunk)) return void res.once("drain", pump);
+          }
+        };
+        pump();
+      });
+      await new Promise<void>((resolve) => endless.listen(0, hostAddress(), resolve));
+      try {
+        const url = `http://${hostAddress()}:${(endless.address() as AddressInfo).port}/`;
+        // Called directly with a 1 MiB cap: the same code path, without pushing 10 MiB through the
+        // browser's debugging pipe on a busy 2-core machine.
+        const cap = 1024 * 1024;
+        const r = await runBrowserPreview(
+          { url },
+          {
+            workspace: stack.dir,
+            readWorkspaceFile: async () => {
+              throw new Error("no workspace files here");
+            },
+            settings: { user: SANDBOX_USER, dataDir: stack.env.dataDir },
+            allowedOrigins: [new URL(url).origin],
+            maxBodyBytes: cap,
           },
-          settings: { user: SANDBOX_USER, dataDir: stack.env.dataDir },
-          allowedOrigins: [new URL(url).origin],
-          maxBodyBytes: cap,
-        },
-      );
-      expect(r.isError, textOf(r)).toBe(false);
-      expect(r.details).toMatchObject({ title: "Endless", served: 2, truncated: [`${url}huge`] });
-      await eventually(async () => closed, 5000, "the host dropped the endless response");
-      expect(sent).toBeLessThan(cap * 16);
-      expect(MAX_BODY_BYTES).toBe(10 * 1024 * 1024);
-    } finally {
-      endless.closeAllConnections();
-      await new Promise((r) => endless.close(r));
-    }
-  }, 30_000);
+        );
+        expect(r.isError, textOf(r)).toBe(false);
+        expect(r.details).toMatchObject({ title: "Endless", served: 2, truncated: [`${url}huge`] });
+        await eventually(async () => closed, 5000, "the host dropped the endless response");
+        expect(sent).toBeLessThan(cap * 16);
+        expect(MAX_BODY_BYTES).toBe(10 * 1024 * 1024);
+      } finally {
+        endless.closeAllConnections();
+        await new Promise((r) => endless.close(r));
+      }
+    },
+    TEST_MS,
+  );
 
   it("is SANDBOX_UNAVAILABLE, never unconfined, without its sandbox user", async () => {
     const r = await runBrowserPreview(

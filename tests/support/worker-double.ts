@@ -3,6 +3,7 @@
 import { AppError } from "../../services/protocol/app-error.ts";
 import { decodeJson } from "../../services/protocol/envelope.ts";
 import type { ToolExecuteResult, TurnAssignment, TurnOffer } from "../../services/protocol/schemas.ts";
+import { createAgentClient } from "../../services/protocol/rpc-client.ts";
 import { agentSubject } from "../../services/protocol/subjects.ts";
 import type { Stack } from "./stack.ts";
 
@@ -39,7 +40,11 @@ export async function refusalCode(p: Promise<unknown>): Promise<string> {
   return err.code;
 }
 
-/** One tool call of a claimed turn, alone in its batch, as the worker would send it. */
+/**
+ * One tool call of a claimed turn, alone in its batch, as the worker would send it. `timeoutMs`
+ * replaces the stack's short agent timeout for a tool bounded by a longer deadline of its own (the
+ * real worker sends tools.execute on a long-timeout client, turn-runner.ts).
+ */
 export function executeTool(
   stack: Stack,
   a: TurnAssignment,
@@ -47,8 +52,13 @@ export function executeTool(
   tool: string,
   args: Record<string, unknown>,
   extra: Record<string, unknown> = {},
+  timeoutMs?: number,
 ): Promise<ToolExecuteResult> {
-  return stack.agent.to(a.host).call<ToolExecuteResult>("tools.execute", {
+  const client =
+    timeoutMs === undefined
+      ? stack.agent.to(a.host)
+      : createAgentClient({ nc: stack.nc, prefix: stack.env.prefix, timeoutMs, host: a.host });
+  return client.call<ToolExecuteResult>("tools.execute", {
     sessionId: a.sessionId,
     turnId: a.turnId,
     token: a.token,
