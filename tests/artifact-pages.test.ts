@@ -7,6 +7,7 @@ import { readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { beforeAll, describe, expect, it } from "vitest";
 import { createClientApi } from "../services/host/bus/client-api.ts";
+import { unwrap } from "../services/protocol/result.ts";
 import { pihost as runPihost } from "./support/cli.ts";
 import { decodeJson, encodeJson } from "../services/protocol/envelope.ts";
 import type { ArtifactContent, ProposalView, ToolExecuteResult } from "../services/protocol/schemas.ts";
@@ -140,11 +141,13 @@ describe("artifacts.read in pages", () => {
       const out: number[] = [];
       let offset: number | null = 0;
       while (offset !== null) {
-        const page = (await read("alice", {
-          proposalId: proposal.proposalId,
-          offset,
-          ...(maxBytes === undefined ? {} : { maxBytes }),
-        })) as ArtifactContent;
+        const page: ArtifactContent = unwrap(
+          await read(
+            "alice",
+            { proposalId: proposal.proposalId, offset, ...(maxBytes === undefined ? {} : { maxBytes }) },
+            {},
+          ),
+        );
         out.push(Buffer.from(page.data, "base64").byteLength);
         offset = page.nextOffset;
       }
@@ -158,7 +161,9 @@ describe("artifacts.read in pages", () => {
     expect(Math.max(...(await sizes(bounded, 64 * 1024 * 1024)))).toBe(10_000);
     expect(Math.max(...(await sizes(bounded, PAGE)))).toBe(PAGE);
     expect(await sizes(api())).toEqual([size]);
-    expect(await refusalCode(api()("bob", { proposalId: proposal.proposalId }))).toBe("FORBIDDEN");
+    expect(await refusalCode(api()("bob", { proposalId: proposal.proposalId }, {}).then(unwrap))).toBe(
+      "FORBIDDEN",
+    );
   });
 
   it("the end is an empty last page; past the end is INVALID_PARAMS", async () => {

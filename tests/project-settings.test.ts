@@ -8,7 +8,9 @@ import { describe, expect, it } from "vitest";
 import { createClock } from "../services/host/clock.ts";
 import { createProjectStore } from "../services/host/store/project-store.ts";
 import { createProjectsApi } from "../services/host/bus/projects-api.ts";
-import { AppError } from "../services/protocol/app-error.ts";
+import { createGate } from "../services/host/bus/gates.ts";
+import { METHODS } from "../services/protocol/methods.ts";
+import { ok, unwrap } from "../services/protocol/result.ts";
 import type { ProjectView } from "../services/protocol/project-schemas.ts";
 import { addMembers } from "./support/stack.ts";
 import { useStack } from "./support/stack-fixture.ts";
@@ -145,14 +147,17 @@ describe("project settings", () => {
       devMode: false,
       settingsAdmins: ["root-admin"],
     });
-    const err = await api["projects.configure"]("alice", { projectId: p.id, network: true }).catch((e) => e);
-    expect(err).toBeInstanceOf(AppError);
-    expect((err as AppError).code).toBe("FORBIDDEN");
-    expect(await api["projects.get"]("alice", { projectId: p.id })).toEqual(p);
-    const done = (await api["projects.configure"]("root-admin", {
-      projectId: p.id,
-      network: true,
-    })) as ProjectView;
+    // The bus checks the method's gate (`admin`) before the handler runs (gates.ts).
+    const gate = createGate({ sessions: null as never, devMode: false, settingsAdmins: ["root-admin"] });
+    const configure = { projectId: p.id, network: true };
+    const spec = METHODS["projects.configure"];
+    expect(await gate("projects.configure", spec, "alice", configure, {})).toMatchObject({
+      ok: false,
+      refusal: { code: "FORBIDDEN" },
+    });
+    expect(unwrap(await api["projects.get"]("alice", { projectId: p.id }, {}))).toEqual(p);
+    expect(await gate("projects.configure", spec, "root-admin", configure, {})).toEqual(ok({}));
+    const done = unwrap(await api["projects.configure"]("root-admin", configure, {}));
     expect(done).toMatchObject({ network: true, version: 1 });
     expect((await auditOf(p.id)).at(-1)).toMatchObject({
       principal: "root-admin",

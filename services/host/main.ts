@@ -23,6 +23,8 @@ import { readHostConfig } from "./host-config.ts";
 import { createDrainGate, startHostBus } from "./bus/host-bus.ts";
 import { migrateUp } from "./store/migrate.ts";
 import { createForwarding } from "./bus/forward.ts";
+import { createGate } from "./bus/gates.ts";
+import type { ClientHandler } from "./bus/request-context.ts";
 import { ownerOfRequest } from "./store/request-session.ts";
 import { reportOrphanArtifacts } from "./store/orphan-artifacts.ts";
 import { createWorkspaceAdvisoryLocks } from "./store/workspace-advisory-lock.ts";
@@ -390,14 +392,10 @@ async function main(): Promise<void> {
         devMode: config.devMode,
         settingsAdmins: config.settingsAdmins,
       }),
-      ...createPermissionsApi({ sessions, gate: permissions }),
+      ...createPermissionsApi({ gate: permissions }),
       ...createAuditApi({ db, devMode: config.devMode, settingsAdmins: config.settingsAdmins }),
-      ...createEventsApi({ sessions, store: eventStore }),
-      ...createPluginsApi({
-        store: createPluginStore({ db, clock }),
-        devMode: config.devMode,
-        settingsAdmins: config.settingsAdmins,
-      }),
+      ...createEventsApi({ store: eventStore }),
+      ...createPluginsApi({ store: createPluginStore({ db, clock }) }),
     },
     { clock, faults, db, sessions, supervisor },
   );
@@ -496,6 +494,7 @@ async function main(): Promise<void> {
     }),
     // A reply waits until the events its request raised are stored and published.
     client: afterEvents(events, countApprovals(hooks.client, metrics.approval)),
+    gate: createGate({ sessions, devMode: config.devMode, settingsAdmins: config.settingsAdmins }),
     agent: afterEvents(
       events,
       createAgentApi({
@@ -636,33 +635,24 @@ async function main(): Promise<void> {
 }
 
 /** plans.resolve outcomes (the approvals metric): the action when it succeeds, else the refusal's code. */
-function countApprovals<T extends Record<string, (principal: string, params: unknown) => Promise<unknown>>>(
+function countApprovals<T extends { "plans.resolve": ClientHandler<"plans.resolve"> }>(
   client: T,
   approval: (outcome: string) => void,
 ): T {
   const resolve = client["plans.resolve"];
-  if (!resolve) return client;
-  const outcomeOf = (value: unknown, params: unknown): string => {
-    const v = value as { ok?: unknown; refusal?: { code?: unknown } } | null;
-    if (v?.ok === false && typeof v.refusal?.code === "string") return v.refusal.code;
-    const action = (params as { action?: unknown } | null)?.action;
-    return action === "approve" || action === "reject" ? action : "unknown";
-  };
-  return {
-    ...client,
-    "plans.resolve": (principal: string, params: unknown) =>
-      resolve(principal, params).then(
-        (value) => {
-          approval(outcomeOf(value, params));
-          return value;
-        },
-        (err) => {
-          const code = (err as { code?: unknown })?.code;
-          approval(typeof code === "string" ? code : "INTERNAL");
-          throw err;
-        },
-      ),
-  };
+  const counted: ClientHandler<"plans.resolve"> = (principal, params, ctx) =>
+    resolve(principal, params, ctx).then(
+      (value) => {
+        approval(value.ok ? params.action : value.refusal.code);
+        return value;
+      },
+      (err) => {
+        const code = (err as { code?: unknown })?.code;
+        approval(typeof code === "string" ? code : "INTERNAL");
+        throw err;
+      },
+    );
+  return { ...client, "plans.resolve": counted };
 }
 
 main().catch((err) => {

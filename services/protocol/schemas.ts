@@ -428,6 +428,7 @@ export const StoredSessionEvent = Type.Object(
   { type: Type.String(), sessionId: Type.String(), at: Timestamp, seq: Type.Integer({ minimum: 1 }) },
   { additionalProperties: true },
 );
+export type StoredSessionEvent = Static<typeof StoredSessionEvent> & Record<string, unknown>;
 export const EventsPage = Type.Object({
   events: Type.Array(StoredSessionEvent),
   next: Type.Union([Type.Literal("0"), EventCursor]),

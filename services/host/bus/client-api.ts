@@ -1,29 +1,14 @@
 // Client methods (`<prefix>.rpc.<principal>.<method>`, docs/protocol.md): decode, check the principal
 // against the session, then read rows or hand the request to the session's actor.
 import { AppError } from "../../protocol/app-error.ts";
+import { ok, refuse } from "../../protocol/result.ts";
 import { pageOfList } from "../store/bounded-page.ts";
-import {
-  AfterPageParams,
-  ArtifactsReadPageParams,
-  ArtifactsReadParams,
-  decodeParams,
-  HelloParams,
-  PlansHistoryParams,
-  PlansPendingParams,
-  PlansResolveParams,
-  SessionConfigureParams,
-  SessionCreateParams,
-  SessionListParams,
-  SessionPromptParams,
-  SessionRef,
-  EmptyParams,
-  type ModelConfig,
-  type SessionView,
-} from "../../protocol/schemas.ts";
-import { type ClientApiMethod, PROTOCOL_VERSION } from "../../protocol/subjects.ts";
+import type { ModelConfig, SessionView } from "../../protocol/schemas.ts";
+import type { ResultOf } from "../../protocol/methods.ts";
+import { PROTOCOL_VERSION } from "../../protocol/subjects.ts";
 import { splitProposal } from "../sessions/plan-events.ts";
 import type { Db } from "../store/db.ts";
-import type { RequestContext } from "./request-context.ts";
+import type { ClientHandlers, RequestContext } from "./request-context.ts";
 import { readPlanArtifact, sha256Hex } from "../store/plan-artifact.ts";
 import type { PlanStore } from "../store/plan-store.ts";
 import { assertApproversAreMembers } from "../store/project-members.ts";
@@ -41,9 +26,6 @@ import {
   type SessionStore,
   type StoredSessionView,
 } from "../store/session-store.ts";
-
-/** A client method's handler; `ctx` carries what the bus's routing read found (host-bus.ts). */
-export type ClientHandler = (principal: string, params: unknown, ctx?: RequestContext) => Promise<unknown>;
 
 /** One `SELECT 1` within a second. */
 async function databaseReachable(db: Db): Promise<boolean> {
@@ -92,7 +74,7 @@ export function createClientApi(deps: {
    * max_payload, so the base64 reply stays within it (docs/protocol.md "Message bounds").
    */
   maxPageBytes?: number;
-}): Record<ClientApiMethod, ClientHandler> {
+}): ClientHandlers<"client"> {
   const { db, sessions, plans, supervisor } = deps;
   const pageBound = Math.max(1, Math.floor(deps.maxPageBytes ?? DEFAULT_MAX_PAGE_BYTES));
 
@@ -106,29 +88,24 @@ export function createClientApi(deps: {
     machineState: supervisor.machineState(view.id),
   });
 
-  async function sessionFor(principal: string, sessionId: string, ownerOnly = false): Promise<SessionRow> {
-    const row = await sessions.getRow(db, sessionId);
-    if (ownerOnly ? row.owner !== principal : !canAccess(row, principal)) throw new AppError("FORBIDDEN");
-    return row;
+  /** The row the gate read and let the caller through on (gates.ts); a bug if it is missing. */
+  function gated(ctx: RequestContext): SessionRow {
+    if (!ctx.session) throw new Error("a session-gated method ran without its gate's row");
+    return ctx.session;
   }
 
   return {
-    "host.hello": async (_principal, params) => {
-      const p = decodeParams(HelloParams, params);
-      if (p.protocolVersion !== PROTOCOL_VERSION) {
-        throw new AppError(
+    "host.hello": async (_principal, p) => {
+      if (p.protocolVersion !== PROTOCOL_VERSION)
+        return refuse(
           "PROTOCOL_MISMATCH",
           `host speaks protocol ${PROTOCOL_VERSION}, client ${p.protocolVersion}`,
-          {
-            details: { hostVersion: PROTOCOL_VERSION },
-          },
+          { hostVersion: PROTOCOL_VERSION },
         );
-      }
-      return { protocolVersion: PROTOCOL_VERSION, hostId: deps.hostId, devMode: deps.devMode };
+      return ok({ protocolVersion: PROTOCOL_VERSION, hostId: deps.hostId, devMode: deps.devMode });
     },
 
-    "host.status": async (principal, params) => {
-      decodeParams(EmptyParams, params);
+    "host.status": async (principal) => {
       // Settings admins (settings-admins.ts: anyone in development mode) see every host, its leases
       // and this host's readiness; anyone else only figures of their own sessions on this host.
       const admin = deps.devMode || (deps.settingsAdmins ?? []).includes(principal);
@@ -152,7 +129,7 @@ export function createClientApi(deps: {
         }).catch(() => ({ leased: [] as string[], owned: new Set<string>() }));
         const ownDegraded = degraded.filter((d) => own.owned.has(d.sessionId));
         const ownActive = own.leased.filter((id) => supervisor.machineState(id) !== PASSIVATED).length;
-        return {
+        return ok({
           ...base,
           view: "own" as const,
           sessions: {
@@ -161,7 +138,7 @@ export function createClientApi(deps: {
             degraded: ownDegraded,
           },
           projectOverlaps,
-        };
+        });
       }
       // Sessions this host holds = its session leases; those without a live actor are passivated.
       const leased = await countSessionLeases(db, deps.hostId).catch(() => 0);
@@ -169,7 +146,7 @@ export function createClientApi(deps: {
       const failing = deps.readiness
         ? await deps.readiness()
         : [...(reachable.database ? [] : ["database"]), ...(reachable.nats ? [] : ["nats"])];
-      return {
+      return ok({
         ...base,
         view: "admin" as const,
         sessions: { active, passivated: Math.max(0, leased - active - degraded.length), degraded },
@@ -177,21 +154,19 @@ export function createClientApi(deps: {
         hosts,
         readiness: { ready: failing.length === 0, failing },
         ...(deps.sandbox ? { sandbox: await deps.sandbox() } : {}),
-      };
+      });
     },
 
-    "models.list": async (_principal, params) => {
-      decodeParams(EmptyParams, params);
+    "models.list": async () => {
       // What live workers serve, of the providers this deployment allows (the scripted test one
       // is served by every worker but listed only where sessions may use it).
       const listed = (deps.workers?.models() ?? []).filter(
         (m) => !deps.models || deps.models.allows(m.provider),
       );
-      return { models: listed, default: deps.models?.defaultModel ?? null };
+      return ok({ models: listed, default: deps.models?.defaultModel ?? null });
     },
 
-    "workers.list": async (_principal, params) => {
-      const p = decodeParams(AfterPageParams, params);
+    "workers.list": async (_principal, p) => {
       // What each live worker serves, of the providers this deployment allows (as models.list),
       // paged by worker id like the lists read from rows.
       const workers = (deps.workers?.list() ?? []).map((w) => ({
@@ -199,11 +174,10 @@ export function createClientApi(deps: {
         serves: w.serves.filter((m) => !deps.models || deps.models.allows(m.provider)),
       }));
       const page = pageOfList(workers, (w) => w.workerId, p);
-      return { workers: page.items, next: page.next };
+      return ok({ workers: page.items, next: page.next });
     },
 
-    "session.create": async (principal, params) => {
-      const p = decodeParams(SessionCreateParams, params);
+    "session.create": async (principal, p) => {
       const model = chooseModel(p.model);
       const view = await sessions.createSession(
         principal,
@@ -220,84 +194,83 @@ export function createClientApi(deps: {
             addedBy: principal,
           },
         );
-      return live(view);
+      return ok(live(view));
     },
 
-    "session.get": async (principal, params) => {
-      const p = decodeParams(SessionRef, params);
-      return live(await sessions.view(db, await sessionFor(principal, p.sessionId)));
-    },
+    // The gate read the row and let only its owner or an approver through (gates.ts).
+    "session.get": async (_principal, _p, ctx) => ok(live(await sessions.view(db, gated(ctx)))),
 
-    "session.list": async (principal, params) => {
-      const p = decodeParams(SessionListParams, params);
+    "session.list": async (principal, p) => {
       const page = await sessions.listSessions(principal, p, live);
-      return { sessions: page.items, next: page.next };
+      return ok({ sessions: page.items, next: page.next });
     },
 
-    "session.configure": async (principal, params) => {
-      const p = decodeParams(SessionConfigureParams, params);
-      const row = await sessionFor(principal, p.sessionId, true);
+    "session.configure": async (_principal, p, ctx) => {
+      const row = gated(ctx);
       if (p.model) chooseModel(p.model);
       // Only members may be named approver (a later removal ends their rights: project-members.ts).
       await assertApproversAreMembers(db, row.project_id, p.approvers);
-      return live(
-        await supervisor.request<StoredSessionView>(p.sessionId, (reply) => ({
-          type: "CONFIGURE",
+      return ok(
+        live(
+          await supervisor.request<StoredSessionView>(p.sessionId, (reply) => ({
+            type: "CONFIGURE",
+            params: p,
+            reply,
+          })),
+        ),
+      );
+    },
+
+    "session.prompt": async (_principal, p) => {
+      if (p.idempotencyKey) {
+        // A retried prompt returns the first reply instead of AGENT_BUSY.
+        const turnId = await turnOfIdempotencyKey(db, p.sessionId, p.idempotencyKey);
+        if (turnId) return ok({ turnId });
+      }
+      return ok(
+        await supervisor.request<{ turnId: string }>(p.sessionId, (reply) => ({
+          type: "PROMPT",
           params: p,
           reply,
         })),
       );
     },
 
-    "session.prompt": async (principal, params) => {
-      const p = decodeParams(SessionPromptParams, params);
-      await sessionFor(principal, p.sessionId, true);
-      if (p.idempotencyKey) {
-        // A retried prompt returns the first reply instead of AGENT_BUSY.
-        const turnId = await turnOfIdempotencyKey(db, p.sessionId, p.idempotencyKey);
-        if (turnId) return { turnId };
-      }
-      return supervisor.request(p.sessionId, (reply) => ({ type: "PROMPT", params: p, reply }));
-    },
+    "session.abort": async (_principal, p) =>
+      ok(
+        await supervisor.request<ResultOf<"session.abort">>(p.sessionId, (reply) => ({
+          type: "ABORT",
+          reply,
+        })),
+      ),
 
-    "session.abort": async (principal, params) => {
-      const p = decodeParams(SessionRef, params);
-      await sessionFor(principal, p.sessionId);
-      return supervisor.request(p.sessionId, (reply) => ({ type: "ABORT", reply }));
-    },
+    "plans.pending": async (principal, p) => ok(await plans.pending(principal, p)),
 
-    "plans.pending": async (principal, params) => {
-      const p = decodeParams(PlansPendingParams, params);
-      if (p.sessionId) await sessionFor(principal, p.sessionId);
-      return plans.pending(principal, p);
-    },
+    "plans.history": async (_principal, p) => ok(await plans.history(p.sessionId, p)),
 
-    "plans.history": async (principal, params) => {
-      const p = decodeParams(PlansHistoryParams, params);
-      await sessionFor(principal, p.sessionId);
-      return plans.history(p.sessionId, p);
-    },
-
-    "plans.get": async (principal, params) => {
-      const p = decodeParams(ArtifactsReadParams, params);
+    "plans.get": async (principal, p) => {
       const { view, audience } = splitProposal(await plans.get(p.proposalId));
-      if (!canAccess(audience, principal)) throw new AppError("FORBIDDEN");
-      return view;
+      if (!canAccess(audience, principal)) return refuse("FORBIDDEN");
+      return ok(view);
     },
 
-    "plans.resolve": async (principal, params, ctx) => {
-      const p = decodeParams(PlansResolveParams, params);
+    "plans.resolve": async (principal, p, ctx) => {
       // Routed by the row's own session (found by the bus's routing read, else read here): a forged
       // sessionId in the request is refused as stale there.
-      const sessionId = ctx?.sessionId ?? (await plans.get(p.proposalId)).sessionId;
-      return supervisor.request(sessionId, (reply) => ({ type: "RESOLVE", params: p, principal, reply }));
+      const sessionId = ctx.sessionId ?? (await plans.get(p.proposalId)).sessionId;
+      return ok(
+        await supervisor.request<ResultOf<"plans.resolve">>(sessionId, (reply) => ({
+          type: "RESOLVE",
+          params: p,
+          principal,
+          reply,
+        })),
+      );
     },
 
-    "artifacts.read": async (principal, params) => {
-      const p = decodeParams(ArtifactsReadPageParams, params);
+    "artifacts.read": async (principal, p) => {
       const row = await plans.get(p.proposalId);
-      if (!canAccess({ owner: row.owner, approvers: row.approvers }, principal))
-        throw new AppError("FORBIDDEN");
+      if (!canAccess({ owner: row.owner, approvers: row.approvers }, principal)) return refuse("FORBIDDEN");
       // Read through the plan folder's handles: a symlinked or non-regular file or folder is
       // PLAN_ARTIFACT_PATH_UNSAFE, a missing one FILE_NOT_FOUND, anything else the host cannot read
       // FILE_NOT_READABLE; nothing an agent or a person can cause is INTERNAL.
@@ -313,16 +286,16 @@ export function createClientApi(deps: {
       }
       const offset = p.offset ?? 0;
       // Only after the access check: a caller who may not read the file learns nothing of its size.
-      if (offset > bytes.byteLength) {
-        throw new AppError("INVALID_PARAMS", `offset ${offset} is past the end (${bytes.byteLength} bytes)`, {
-          details: { field: "offset", byteSize: bytes.byteLength },
+      if (offset > bytes.byteLength)
+        return refuse("INVALID_PARAMS", `offset ${offset} is past the end (${bytes.byteLength} bytes)`, {
+          field: "offset",
+          byteSize: bytes.byteLength,
         });
-      }
       const end = Math.min(bytes.byteLength, offset + Math.min(p.maxBytes ?? pageBound, pageBound));
       // The whole file as read for this page; matchesRecord says whether it is still the submitted
       // plan. A reader that reassembles pages hashes them itself: the file may change between pages.
       const sha256 = sha256Hex(bytes);
-      return {
+      return ok({
         proposalId: row.proposalId,
         path: row.artifactPath,
         byteSize: bytes.byteLength,
@@ -332,7 +305,7 @@ export function createClientApi(deps: {
         offset,
         data: bytes.subarray(offset, end).toString("base64"),
         nextOffset: end < bytes.byteLength ? end : null,
-      };
+      });
     },
   };
 }

@@ -1,12 +1,13 @@
 // Registers the host as a NATS micro service (discoverable with standard tooling) and routes requests
-// by the METHODS table: reply subject checked (reply-rules.ts) -> decode -> authorize (the caller
-// kind) -> delegate to the handler. Replies, errors included, are made in reply.ts and nowhere else.
+// by the METHODS table: reply subject checked (reply-rules.ts) -> decode once, by the method's params
+// schema -> the method's gate (gates.ts) -> the handler, typed by its method (request-context.ts).
+// Replies, errors included, are made in reply.ts and nowhere else.
 import type { Msg, NatsConnection, SubscriptionOptions } from "@nats-io/nats-core";
 import { type Service, type ServiceMsg, Svcm } from "@nats-io/services";
 import { AppError } from "../../protocol/app-error.ts";
 import { decodeJson } from "../../protocol/envelope.ts";
 import { errorFields, type Logger, newRequestId, withRequestId } from "../../protocol/log.ts";
-import { AGENT_METHODS, type MethodSpec, methodSpec } from "../../protocol/methods.ts";
+import { AGENT_METHODS, type ClientMethod, type MethodSpec, methodSpec } from "../../protocol/methods.ts";
 import { acceptRequestId, REQUEST_ID_HEADER } from "../../protocol/rpc-client.ts";
 import { AgentHello, decodeParams } from "../../protocol/schemas.ts";
 import {
@@ -21,10 +22,10 @@ import {
   workerHostSubject,
 } from "../../protocol/subjects.ts";
 import type { AgentHandler } from "./agent-api.ts";
-import type { ClientHandler } from "./client-api.ts";
 import { asServiceMsg, type ForwardedRequest, type Forwarding, sessionRefOf } from "./forward.ts";
 import { createReplier } from "./reply.ts";
-import type { RequestContext } from "./request-context.ts";
+import type { Gate } from "./gates.ts";
+import type { AnyClientHandler, ClientHandlerMap, RequestContext } from "./request-context.ts";
 import type { HostMetrics } from "../metrics.ts";
 import { type RefusedReply, replyRefusal } from "./reply-rules.ts";
 
@@ -114,7 +115,9 @@ export async function startHostBus(deps: {
   hostId: string;
   version: string;
   log: Logger;
-  client: Record<string, ClientHandler>;
+  client: ClientHandlerMap;
+  /** The METHODS table's `gate` of each client method, checked before its handler (gates.ts). */
+  gate: Gate;
   agent: Record<string, AgentHandler>;
   test: Record<string, AgentHandler> | null;
   /** A worker's hello: its body when it decodes (what it serves), else null. */
@@ -272,11 +275,18 @@ export async function startHostBus(deps: {
       if (!parsed || !SUBJECT_TOKEN.test(parsed.principal))
         throw new AppError("INVALID_PARAMS", "malformed subject");
       const spec = methodSpec(parsed.method);
-      const handler = Object.hasOwn(deps.client, parsed.method) ? deps.client[parsed.method] : undefined;
+      const method = parsed.method as ClientMethod;
+      const handler: AnyClientHandler | undefined = Object.hasOwn(deps.client, method)
+        ? (deps.client[method] as AnyClientHandler)
+        : undefined;
       // Only client methods are served here: a worker method on an rpc subject is unknown.
       if (spec?.caller !== "person" || !handler)
         throw new AppError("UNKNOWN_METHOD", `no method ${parsed.method}`);
-      return handler(parsed.principal, decodeBody(spec, body), ctx);
+      // Decoded once, here; a caller its gate refuses never reaches the handler.
+      const params = decodeParams(spec.params, body);
+      const gated = await deps.gate(method, spec, parsed.principal, params, ctx);
+      if (!gated.ok) return gated;
+      return handler(parsed.principal, params, gated.value);
     },
     (subject) => {
       const method = parseRpcSubject(prefix, subject)?.method;

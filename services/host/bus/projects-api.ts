@@ -3,16 +3,9 @@
 // the rule of settings.set (settings-admins.ts). Only members see a project; only its owner changes
 // its members (docs/security.md "Projects have owners and members"). Merged into the client handler map.
 import { AppError } from "../../protocol/app-error.ts";
-import {
-  ProjectCreateParams,
-  ProjectRef,
-  ProjectsConfigureParams,
-  ProjectsListParams,
-} from "../../protocol/project-schemas.ts";
-import { decodeParams, ProjectMemberParams, ProjectMembersListParams } from "../../protocol/schemas.ts";
-import type { ProjectMethod } from "../../protocol/subjects.ts";
-import type { ClientHandler } from "./client-api.ts";
-import { requireSettingsAdmin, type SettingsAdmins } from "./settings-admins.ts";
+import { ok } from "../../protocol/result.ts";
+import type { ClientHandlers } from "./request-context.ts";
+import type { SettingsAdmins } from "./settings-admins.ts";
 import type { ProjectStore } from "../store/project-store.ts";
 import {
   type AccessSettings,
@@ -29,7 +22,7 @@ export function createProjectsApi(
     /** PI_SANDBOX_GRANT_ACL: grant through POSIX ACLs instead of refusing. */
     grantAcl?: boolean;
   } & SettingsAdmins,
-): Record<ProjectMethod, ClientHandler> {
+): ClientHandlers<"projects"> {
   const { store } = deps;
 
   /**
@@ -57,8 +50,7 @@ export function createProjectsApi(
   }
 
   return {
-    "projects.create": async (principal, params) => {
-      const p = decodeParams(ProjectCreateParams, params);
+    "projects.create": async (principal, p) => {
       // Another project's root is named only to its owner and to settings admins.
       const mayView = (owner: string) =>
         owner === principal || deps.devMode || deps.settingsAdmins.includes(principal);
@@ -67,43 +59,25 @@ export function createProjectsApi(
       const { root, configuredRoot } = await store.resolveRoot(principal, p.workspaceRoot);
       await store.assertNoOverlap(root, mayView);
       const audit = await ensureUsable(root, configuredRoot);
-      return store.create(principal, p.name, root, { mayView, audit });
+      return ok(await store.create(principal, p.name, root, { mayView, audit }));
     },
 
-    "projects.get": async (principal, params) => {
-      const p = decodeParams(ProjectRef, params);
-      return store.get(principal, p.projectId);
-    },
+    // Membership and ownership are checked by the store under the project's row (gates.ts).
+    "projects.get": async (principal, p) => ok(await store.get(principal, p.projectId)),
 
-    "projects.list": async (principal, params) => {
-      const p = decodeParams(ProjectsListParams, params);
-      return store.listForMember(principal, p);
-    },
+    "projects.list": async (principal, p) => ok(await store.listForMember(principal, p)),
 
-    "projects.members.list": async (principal, params) => {
-      const p = decodeParams(ProjectMembersListParams, params);
-      return store.members.list(principal, p.projectId, p);
-    },
+    "projects.members.list": async (principal, p) => ok(await store.members.list(principal, p.projectId, p)),
 
-    "projects.members.add": async (principal, params) => {
-      const p = decodeParams(ProjectMemberParams, params);
-      return store.members.add(principal, p.projectId, p.principal);
-    },
+    "projects.members.add": async (principal, p) =>
+      ok(await store.members.add(principal, p.projectId, p.principal)),
 
-    "projects.members.remove": async (principal, params) => {
-      const p = decodeParams(ProjectMemberParams, params);
-      return store.members.remove(principal, p.projectId, p.principal);
-    },
+    "projects.members.remove": async (principal, p) =>
+      ok(await store.members.remove(principal, p.projectId, p.principal)),
 
-    "projects.leave": async (principal, params) => {
-      const p = decodeParams(ProjectRef, params);
-      return store.members.leave(principal, p.projectId);
-    },
+    "projects.leave": async (principal, p) => ok(await store.members.leave(principal, p.projectId)),
 
-    "projects.configure": async (principal, params) => {
-      const p = decodeParams(ProjectsConfigureParams, params);
-      requireSettingsAdmin(deps, principal, "change a project's network or preview origins");
-      return store.configure(principal, p);
-    },
+    // A settings admin's (the gate, gates.ts).
+    "projects.configure": async (principal, p) => ok(await store.configure(principal, p)),
   };
 }

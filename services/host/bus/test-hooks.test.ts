@@ -6,10 +6,11 @@ import { createFaultInjector } from "../sessions/fault-injector.ts";
 import type { SessionSupervisor } from "../sessions/session-supervisor.ts";
 import type { Db } from "../store/db.ts";
 import type { SessionStore } from "../store/session-store.ts";
-import type { ClientHandler } from "./client-api.ts";
+import { ok } from "../../protocol/result.ts";
+import type { ClientHandler } from "./request-context.ts";
 import { testFaults, wireTestHooks } from "./test-hooks.ts";
 
-const prompt: ClientHandler = async () => ({ turnId: "t1" });
+const prompt: ClientHandler<"session.prompt"> = async () => ok({ turnId: "t1" });
 const client = { "session.prompt": prompt };
 const deps = {
   clock: {} as Clock,

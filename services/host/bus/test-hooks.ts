@@ -2,7 +2,7 @@
 // (the clock, fault injection, crashing a session's actor) and the deliberately broken guard of
 // PI_TEST_BREAK_GUARD. Without PI_TEST_HOOKS=1 nothing here reaches a handler; test hooks are refused.
 import { AppError } from "../../protocol/app-error.ts";
-import { decodeParams, SessionPromptParams } from "../../protocol/schemas.ts";
+import { ok } from "../../protocol/result.ts";
 import { SUBJECT_TOKEN } from "../../protocol/subjects.ts";
 import type { Clock } from "../clock.ts";
 import { createFaultInjector, type FaultInjector } from "../sessions/fault-injector.ts";
@@ -11,7 +11,7 @@ import { type Db, withTransaction } from "../store/db.ts";
 import { turnOfIdempotencyKey } from "../store/session-facts.ts";
 import type { SessionStore } from "../store/session-store.ts";
 import type { AgentHandler } from "./agent-api.ts";
-import type { ClientHandler } from "./client-api.ts";
+import type { ClientHandler } from "./request-context.ts";
 
 export interface TestHookConfig {
   testHooks: boolean;
@@ -33,7 +33,7 @@ export function testFaults(config: TestHookConfig): FaultInjector | undefined {
 }
 
 /** The client handlers as served, and the test hooks (null: every `<prefix>.test.*` is refused). */
-export function wireTestHooks<C extends Record<string, ClientHandler>>(
+export function wireTestHooks<C extends { "session.prompt": ClientHandler<"session.prompt"> }>(
   config: TestHookConfig,
   client: C,
   deps: TestHookDeps,
@@ -47,23 +47,21 @@ export function wireTestHooks<C extends Record<string, ClientHandler>>(
 }
 
 /**
- * PI_TEST_BREAK_GUARD=prompt-while-parked: session.prompt with the owner and idempotency checks but
- * no machine guard and no busy check, so the model-based test can prove it notices a broken guard.
+ * PI_TEST_BREAK_GUARD=prompt-while-parked: session.prompt with the owner check (the bus's gate) and
+ * the idempotency check but no machine guard and no busy check, so the model-based test can prove it
+ * notices a broken guard.
  */
-function promptWithoutGuards(deps: TestHookDeps): ClientHandler {
+function promptWithoutGuards(deps: TestHookDeps): ClientHandler<"session.prompt"> {
   const { db, sessions } = deps;
-  return async (principal, params) => {
-    const p = decodeParams(SessionPromptParams, params);
-    const row = await sessions.getRow(db, p.sessionId);
-    if (row.owner !== principal) throw new AppError("FORBIDDEN");
+  return async (_principal, p) => {
     if (p.idempotencyKey) {
       const turnId = await turnOfIdempotencyKey(db, p.sessionId, p.idempotencyKey);
-      if (turnId) return { turnId };
+      if (turnId) return ok({ turnId });
     }
     const turnId = await withTransaction(db, (tx) =>
       sessions.insertTurn(tx, { sessionId: p.sessionId, kind: "prompt", text: p.text }),
     );
-    return { turnId };
+    return ok({ turnId });
   };
 }
 

@@ -3,6 +3,7 @@
 // it; `events.since` pages read them back for one principal, only below the visibility horizon,
 // so positions appear in commit order without any lock shared by writers (docs/architecture.md
 // "Events"). What is published live is the same body; this module owns only the rows.
+import type { StoredSessionEvent } from "../../protocol/schemas.ts";
 import type { Clock } from "../clock.ts";
 import { type Db, prepared } from "./db.ts";
 import { memberApproversSql, ownsOrApprovesSql } from "./project-members.ts";
@@ -41,7 +42,7 @@ function positionOf(cursor: EventCursor | 0): [string, string] {
 }
 
 export interface EventPage {
-  events: Array<Record<string, unknown>>;
+  events: StoredSessionEvent[];
   next: EventCursor;
   more: boolean;
 }
@@ -262,7 +263,7 @@ export function createEventStore({ db, clock }: { db: Db; clock: Clock }) {
           ORDER BY n NULLS LAST`,
         [principal, afterTx, afterPosition, p.sessionId ?? null, p.limit, EVENT_ENVELOPE_BYTES],
       );
-      const events: Array<Record<string, unknown>> = [];
+      const events: StoredSessionEvent[] = [];
       let next: EventCursor = p.after === 0 ? CURSOR_START : p.after;
       let more = false;
       // The last row is the horizon alone (the statement's snapshot, the one the page was read in).
