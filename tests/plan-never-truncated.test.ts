@@ -81,7 +81,7 @@ describe("a plan is never truncated", () => {
         },
       ],
     });
-    const r = await callBounded<ToolExecuteResult>(stack.nc, worker, "tools.execute", {
+    const r = await callBounded(stack.nc, worker, "tools.execute", {
       sessionId: session.id,
       turnId: a.turnId,
       token: a.token,

@@ -6,6 +6,7 @@ import { randomBytes } from "node:crypto";
 import type { NatsConnection } from "@nats-io/nats-core";
 import { MAX_PARTS } from "../protocol/agent-schemas.ts";
 import { splitWithinBytes } from "../protocol/byte-bounds.ts";
+import type { ParamsOf, ResultOf } from "../protocol/methods.ts";
 import type { TypedAgentClient } from "../protocol/rpc-client.ts";
 
 /** Room kept under max_payload for the subject, headers and the part envelope. */
@@ -17,15 +18,15 @@ export function wholeBodyBytes(nc: NatsConnection): number {
 }
 
 /** `method` with `params`, whole when it fits, else in parts (the host joins them first). */
-export async function callBounded<T>(
+export async function callBounded<M extends "append" | "tools.execute">(
   nc: NatsConnection,
   client: TypedAgentClient,
-  method: "append" | "tools.execute",
-  params: { turnId: string; token: string } & Record<string, unknown>,
-): Promise<T> {
+  method: M,
+  params: ParamsOf<M>,
+): Promise<ResultOf<M>> {
   const json = JSON.stringify(params);
   const max = wholeBodyBytes(nc);
-  if (Buffer.byteLength(json) <= max) return client.raw<T>(method, params);
+  if (Buffer.byteLength(json) <= max) return client.raw<ResultOf<M>>(method, params);
   // Each part's text is escaped again inside its own request: half the bound leaves room for that.
   const parts = splitWithinBytes(json, Math.floor(max / 2));
   if (parts.length > MAX_PARTS)
@@ -40,7 +41,8 @@ export async function callBounded<T>(
       count: parts.length,
       text,
     });
-  return client.raw<T>(method, { turnId: params.turnId, token: params.token, bodyParts: partId });
+  // The stand-in for the whole body (docs/protocol.md "Message bounds"): not `ParamsOf<M>`, so raw.
+  return client.raw<ResultOf<M>>(method, { turnId: params.turnId, token: params.token, bodyParts: partId });
 }
 
 interface Part {

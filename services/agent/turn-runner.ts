@@ -240,10 +240,7 @@ export function startTurn(assignment: TurnAssignment, deps: TurnRunnerDeps): Run
       for (let attempt = 1; ; attempt++) {
         try {
           // Arguments too big for one message travel in parts (bounded-call.ts).
-          return await abortable(
-            callBounded<ToolExecuteResult>(deps.nc, deps.toolClient, "tools.execute", params),
-            signal,
-          );
+          return await abortable(callBounded(deps.nc, deps.toolClient, "tools.execute", params), signal);
         } catch (err) {
           // The owner lost the turn: this call's outcome is the new owner's record
           // (TOOL_OUTCOME_UNKNOWN), never a result the model sees.
