@@ -75,55 +75,55 @@ function formatPlanChanged(e: SessionEvent<"plan.changed">): string[] {
 export function formatEvent(e: SessionEvent): string[] {
   switch (e.type) {
     case "turn.started": {
-      const t = e as SessionEvent<"turn.started">;
+      const t = e;
       return [`turn started: ${t.turnId} (${t.kind})`];
     }
     case "turn.claimed": {
-      const t = e as SessionEvent<"turn.claimed">;
+      const t = e;
       return [`turn claimed: ${t.turnId} by worker ${t.workerId}`];
     }
     case "turn.ended": {
-      const t = e as SessionEvent<"turn.ended">;
+      const t = e;
       return [
         `turn ended: ${t.turnId} ${t.status}${t.code ? ` (${t.code})` : ""}${t.reason ? `: ${t.reason}` : ""}`,
       ];
     }
     case "message": {
-      const m = e as SessionEvent<"message">;
+      const m = e;
       return [`assistant: ${m.text}`];
     }
     case "tool.called": {
-      const t = e as SessionEvent<"tool.called">;
+      const t = e;
       return [`tool call: ${t.tool} ${formatArgs(t.args)}`.trimEnd()];
     }
     case "tool.result": {
-      const t = e as SessionEvent<"tool.result">;
+      const t = e;
       const verdict = t.decision === "allow" && t.isError ? "allow, failed" : t.decision;
       const code = t.code ? ` ${t.code}` : "";
       const text = t.text ? `: ${clip(t.text, MAX_RESULT)}` : "";
       return [`tool result: ${t.tool} ${verdict}${code}${text}`];
     }
     case "plan.changed":
-      return formatPlanChanged(e as SessionEvent<"plan.changed">);
+      return formatPlanChanged(e);
     case "permission.requested": {
       // A person is needed now: what, how risky, until when, and the exact commands to answer.
-      const p = e as SessionEvent<"permission.requested">;
+      const p = e;
       return [
         `permission needed: ${p.tool} (${p.risk}) ${clip(JSON.stringify(p.preview), MAX_RESULT)} until ${p.deadline}`,
         `  answer: pihost permissions allow ${p.requestId}   (or allow-session, deny)`,
       ];
     }
     case "permission.resolved": {
-      const p = e as SessionEvent<"permission.resolved">;
+      const p = e;
       return [`permission ${p.decision}: ${p.tool}${p.code ? ` (${p.code})` : ""}`];
     }
     case "session.changed": {
-      const s = e as SessionEvent<"session.changed">;
+      const s = e;
       return [`session: mode ${s.mode}, permissions ${s.permissionMode}, planning ${s.planningState}`];
     }
     case "approvers.added": {
       // Printed as data: names come from the host, and an approver learns who named them.
-      const a = e as SessionEvent<"approvers.added">;
+      const a = e;
       return [`approvers added by ${a.addedBy}: ${a.approvers.join(", ")}`];
     }
     case "machine.state":
@@ -140,13 +140,13 @@ export function eventStyle(e: SessionEvent): Style | null {
     case "permission.requested":
       return "alert";
     case "turn.ended": {
-      const status = (e as SessionEvent<"turn.ended">).status;
+      const status = e.status;
       return status === "completed" ? "green" : status === "error" ? "red" : "yellow";
     }
     case "tool.result":
-      return (e as SessionEvent<"tool.result">).decision === "deny" ? "red" : null;
+      return e.decision === "deny" ? "red" : null;
     case "plan.changed": {
-      const action = (e as SessionEvent<"plan.changed">).action;
+      const action = e.action;
       return action === "submitted"
         ? "cyan"
         : action === "interrupted" || action === "expired"

@@ -167,11 +167,11 @@ export async function follow(run: Run, sub: EventSubscription, spec: FollowSpec)
       e.type === "turn.claimed" &&
       (state === null ||
         state.target.turnId === null ||
-        (e as SessionEvent<"turn.claimed">).turnId === state.target.turnId)
+        e.turnId === state.target.turnId)
     )
       claimed = true;
     if (e.type === "permission.requested") {
-      const p = e as SessionEvent<"permission.requested">;
+      const p = e;
       if (state === null || state.target.turnId === null || p.turnId === state.target.turnId) {
         pending.set(p.requestId, p);
         // Printed first (by the caller of track), then asked.
@@ -179,7 +179,7 @@ export async function follow(run: Run, sub: EventSubscription, spec: FollowSpec)
       }
     }
     if (e.type === "permission.resolved") {
-      const id = (e as SessionEvent<"permission.resolved">).requestId;
+      const id = e.requestId;
       pending.delete(id);
       asker?.settled(id);
     }

@@ -102,8 +102,8 @@ export const EVENT_TYPES: EventType[] = [
   "approvers.added",
 ];
 
-export type SessionEvent<T extends EventType = EventType> = {
-  type: T;
+/** What every event carries besides its type and body. */
+export interface EventEnvelope {
   sessionId: string;
   at: string;
   /** The session's event sequence number: 1, 2, 3, ... per session, never repeated. */
@@ -114,4 +114,12 @@ export type SessionEvent<T extends EventType = EventType> = {
    * never from a live event's cursor (docs/protocol.md "Catching up").
    */
   cursor: string;
-} & EventBodies[T];
+}
+
+/**
+ * One session event: a union discriminated by `type` (narrow with `e.type === "turn.ended"`), or
+ * the one type named (`SessionEvent<"turn.ended">`).
+ */
+export type SessionEvent<T extends EventType = EventType> = {
+  [K in T]: { type: K } & EventEnvelope & EventBodies[K];
+}[T];

@@ -32,7 +32,8 @@ export function storedSessionEvent(
   if (typeof body.sessionId !== "string" || typeof body.type !== "string") return null;
   if (sessionId !== null && body.sessionId !== sessionId) return null;
   if (!(EVENT_TYPES as string[]).includes(body.type)) return null;
-  return body as SessionEvent;
+  // The body is the host's stored event, shaped by its (known) type.
+  return body as unknown as SessionEvent;
 }
 
 function jsonObject(body: string): Record<string, unknown> | null {

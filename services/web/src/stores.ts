@@ -72,24 +72,21 @@ export function sessionEvent(ctx: SessionsContext, e: SessionEvent): SessionsCon
   if (!row) return ctx; // not listed yet: the re-read the event triggers brings it
   if (typeof e.seq === "number" && e.seq <= (ctx.seqs[e.sessionId] ?? 0)) return ctx;
   const next: SessionRow = { ...row, lastActivity: later(row.lastActivity, e.at) };
-  const type = e.type as string;
-  const body = e as unknown as Record<string, unknown>;
-  if (type === "session.changed") {
-    const c = e as SessionEvent<"session.changed">;
+  if (e.type === "session.changed") {
     Object.assign(next, {
-      mode: c.mode,
-      permissionMode: c.permissionMode,
-      planningState: c.planningState,
-      version: c.version,
+      mode: e.mode,
+      permissionMode: e.permissionMode,
+      planningState: e.planningState,
+      version: e.version,
     });
-  } else if (type === "turn.started" || type === "turn.claimed") {
-    next.activeTurnId = body.turnId as string;
-  } else if (type === "turn.ended") {
-    if (next.activeTurnId === body.turnId) next.activeTurnId = null;
-  } else if (type === "plan.changed") {
-    next.planningState = (e as SessionEvent<"plan.changed">).state;
-  } else if (type === "machine.state" && typeof body.state === "string") {
-    next.machineState = body.state;
+  } else if (e.type === "turn.started" || e.type === "turn.claimed") {
+    next.activeTurnId = e.turnId;
+  } else if (e.type === "turn.ended") {
+    if (next.activeTurnId === e.turnId) next.activeTurnId = null;
+  } else if (e.type === "plan.changed") {
+    next.planningState = e.state;
+  } else if (e.type === "machine.state" && typeof e.state === "string") {
+    next.machineState = e.state;
   }
   const seqs = typeof e.seq === "number" ? { ...ctx.seqs, [e.sessionId]: e.seq } : ctx.seqs;
   return { ...ctx, byId: { ...ctx.byId, [e.sessionId]: next }, seqs };
@@ -138,7 +135,7 @@ export function eventsAdded(ctx: EventsContext, events: readonly SessionEvent[])
     bySession[e.sessionId] = list;
     insertBySeq(list, e);
     if (e.type === "message" || e.type === "turn.ended") {
-      const turnId = (e as SessionEvent<"message">).turnId;
+      const turnId = e.turnId;
       const turns = live[e.sessionId];
       if (turns?.[turnId]) {
         const { [turnId]: _gone, ...rest } = turns;
@@ -233,7 +230,7 @@ function newer(before: ProposalView | undefined, p: ProposalView): ProposalView 
 
 export function planEvent(ctx: PlansContext, e: SessionEvent): PlansContext {
   if (e.type !== "plan.changed") return ctx;
-  const p = (e as SessionEvent<"plan.changed">).proposal;
+  const p = e.proposal;
   return p ? proposalSeen(ctx, p) : ctx;
 }
 
@@ -286,13 +283,13 @@ function promptOf(
 
 export function permissionEvent(ctx: PermissionsContext, e: SessionEvent): PermissionsContext {
   if (e.type === "permission.requested") {
-    const r = e as SessionEvent<"permission.requested">;
+    const r = e;
     if (ctx.byId[r.requestId]) return ctx;
     const prompt: PermissionPrompt = { ...promptOf(r), status: "pending", decision: null, code: null };
     return { byId: { ...ctx.byId, [r.requestId]: prompt } };
   }
   if (e.type === "permission.resolved") {
-    const r = e as SessionEvent<"permission.resolved">;
+    const r = e;
     const before = ctx.byId[r.requestId];
     if (!before) return ctx;
     const resolved: PermissionPrompt = {

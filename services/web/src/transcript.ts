@@ -39,17 +39,17 @@ export function buildTranscript(
     const key = `e${e.seq}`;
     switch (e.type) {
       case "turn.started": {
-        const t = e as SessionEvent<"turn.started">;
+        const t = e;
         out.push({ kind: "turn", key, turnId: t.turnId, turnKind: t.kind, at: t.at });
         break;
       }
       case "message": {
-        const m = e as SessionEvent<"message">;
+        const m = e;
         out.push({ kind: "message", key, turnId: m.turnId, text: m.text, at: m.at });
         break;
       }
       case "tool.called": {
-        const c = e as SessionEvent<"tool.called">;
+        const c = e;
         const entry: ToolEntry = {
           kind: "tool",
           key,
@@ -66,7 +66,7 @@ export function buildTranscript(
         break;
       }
       case "tool.output": {
-        const o = e as SessionEvent<"tool.output">;
+        const o = e;
         const entry = toolFor(o.toolCallId, o.turnId, o.tool, key);
         const kept = entry.output.reduce((n, c) => n + c.text.length, 0);
         const room = Math.max(0, MAX_TOOL_OUTPUT_CHARS - kept);
@@ -80,13 +80,13 @@ export function buildTranscript(
         break;
       }
       case "tool.result": {
-        const r = e as SessionEvent<"tool.result">;
+        const r = e;
         const entry = toolFor(r.toolCallId, r.turnId, r.tool, key);
         entry.result = { decision: r.decision, isError: r.isError, code: r.code ?? null, text: r.text };
         break;
       }
       case "permission.resolved": {
-        const p = e as SessionEvent<"permission.resolved">;
+        const p = e;
         out.push({
           kind: "permission",
           key,
@@ -98,14 +98,14 @@ export function buildTranscript(
         break;
       }
       case "plan.changed": {
-        const p = e as SessionEvent<"plan.changed">;
+        const p = e;
         if (p.action && p.proposal)
           out.push({ kind: "plan", key, text: `plan ${p.action}: ${p.proposal.title}` });
         else if (p.execution) out.push({ kind: "plan", key, text: `execution ${p.execution.state}` });
         break;
       }
       case "turn.ended": {
-        const t = e as SessionEvent<"turn.ended">;
+        const t = e;
         out.push({
           kind: "end",
           key,
