@@ -18,6 +18,7 @@ import {
   ToolsExecuteParams,
   TurnEndParams,
 } from "../../protocol/schemas.ts";
+import type { ResultOf } from "../../protocol/methods.ts";
 import { type AgentMethod, SUBJECT_TOKEN } from "../../protocol/subjects.ts";
 import type { Audience, EventPublisher } from "../sessions/event-publisher.ts";
 import type { LiveOutput } from "../sessions/live-output.ts";
@@ -28,7 +29,15 @@ import { type Db, withTransaction } from "../store/db.ts";
 import { executionOfTurn } from "../store/session-facts.ts";
 import type { SessionStore } from "../store/session-store.ts";
 
-export type AgentHandler = (params: unknown) => Promise<unknown>;
+/**
+ * A worker method's handler: the body as sent (its turn token is checked before the body is decoded,
+ * docs/protocol.md "Agent-worker protocol"), answering its method's result.
+ */
+export type AgentHandler<M extends AgentMethod = AgentMethod> = (params: unknown) => Promise<ResultOf<M>>;
+/** Every worker method's handler. */
+export type AgentHandlers = { [M in AgentMethod]: AgentHandler<M> };
+/** A handler of the test hooks (PI_TEST_HOOKS=1), which have no entry in the METHODS table. */
+export type HookHandler = (params: unknown) => Promise<unknown>;
 
 /** The longest worker-given reason a turn.ended event carries. */
 const TURN_END_REASON_CHARS = 1000;
@@ -63,7 +72,7 @@ export function createAgentApi(deps: {
   parts?: BodyParts;
   /** Streamed model output, published live (sessions/live-output.ts); none: deltas are accepted and dropped. */
   live?: Pick<LiveOutput, "push">;
-}): Record<AgentMethod, AgentHandler> {
+}): AgentHandlers {
   const { db, sessions, supervisor, dispatcher, events } = deps;
   const parts = deps.parts ?? createBodyParts({ clock: { now: Date.now, date: () => new Date() } as Clock });
 
@@ -81,7 +90,7 @@ export function createAgentApi(deps: {
     return { sessionId, owner: row.owner, approvers: row.approvers };
   }
 
-  const handlers: Record<AgentMethod, AgentHandler> = {
+  const handlers: AgentHandlers = {
     claim: async (params) => {
       const p = decodeParams(ClaimParams, params);
       const offer = dispatcher.take(p.turnId);
@@ -92,7 +101,7 @@ export function createAgentApi(deps: {
         throw new AppError("TURN_NOT_CLAIMABLE");
       }
       try {
-        return await supervisor.request(offer.sessionId, (reply) => ({
+        return await supervisor.request<ResultOf<"claim">>(offer.sessionId, (reply) => ({
           type: "CLAIM",
           turnId: p.turnId,
           workerId: p.workerId,
@@ -163,7 +172,7 @@ export function createAgentApi(deps: {
       // failure the worker named (a provider's: PROVIDER_*, CONTEXT_TOO_LARGE, MODEL_NOT_CONFIGURED)
       // keeps its code, any other is TOOL_FAILED; the worker's reason reaches turn.ended.
       const stopped = p.status === "error" && p.code === "WORKER_STOPPED";
-      return supervisor.request(lease.sessionId, (reply) => ({
+      return supervisor.request<ResultOf<"turn.end">>(lease.sessionId, (reply) => ({
         type: "TURN_ENDED",
         turnId: lease.turnId,
         status: stopped ? "aborted" : p.status,
@@ -206,7 +215,7 @@ export function createAgentApi(deps: {
    * body, which must carry the same turn and token; the method then runs on it as sent whole.
    */
   const withParts =
-    (handler: AgentHandler): AgentHandler =>
+    <M extends AgentMethod>(handler: AgentHandler<M>): AgentHandler<M> =>
     async (params) => {
       const p = params as Record<string, unknown> | null;
       if (typeof p !== "object" || p === null || !("bodyParts" in p)) return handler(params);
@@ -217,6 +226,7 @@ export function createAgentApi(deps: {
         throw new AppError("INVALID_PARAMS", "a body in parts must carry the turn and token of its request");
       return handler(body);
     };
-  for (const m of ["append", "tools.execute"] as const) handlers[m] = withParts(handlers[m]);
+  handlers.append = withParts(handlers.append);
+  handlers["tools.execute"] = withParts(handlers["tools.execute"]);
   return handlers;
 }

@@ -21,7 +21,7 @@ import {
   workerGoodbyeWildcard,
   workerHostSubject,
 } from "../../protocol/subjects.ts";
-import type { AgentHandler } from "./agent-api.ts";
+import type { AgentHandlers, HookHandler } from "./agent-api.ts";
 import { asServiceMsg, type ForwardedRequest, type Forwarding, sessionRefOf } from "./forward.ts";
 import { createReplier } from "./reply.ts";
 import type { Gate } from "./gates.ts";
@@ -118,8 +118,8 @@ export async function startHostBus(deps: {
   client: ClientHandlerMap;
   /** The METHODS table's `gate` of each client method, checked before its handler (gates.ts). */
   gate: Gate;
-  agent: Record<string, AgentHandler>;
-  test: Record<string, AgentHandler> | null;
+  agent: AgentHandlers;
+  test: Record<string, HookHandler> | null;
   /** A worker's hello: its body when it decodes (what it serves), else null. */
   onWorkerHello: (hello: AgentHello | null) => void;
   /** A worker said goodbye on its own subject (`<prefix>.agent.goodbye.<workerId>`): it stopped. */

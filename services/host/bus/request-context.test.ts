@@ -3,6 +3,7 @@
 // types ever stop catching them (a handler of the wrong result type, a field its params do not have).
 import { describe, expect, it } from "vitest";
 import { ok, refuse } from "../../protocol/result.ts";
+import type { AgentHandler } from "./agent-api.ts";
 import type { ClientHandler } from "./request-context.ts";
 
 describe("client handler types", () => {
@@ -16,6 +17,9 @@ describe("client handler types", () => {
       const projectId: string = p.projectId;
       return refuse("SESSION_NOT_FOUND", projectId);
     };
+    // @ts-expect-error a worker's append answers { appended: number }
+    const wrongAppend: AgentHandler<"append"> = async () => ({ appended: "all" });
+    expect(await wrongAppend({})).toEqual({ appended: "all" });
     expect(await prompt("alice", { sessionId: "s1", text: "go" }, {})).toEqual(ok({ turnId: "turn-of-s1" }));
     expect((await wrongResult("alice", { sessionId: "s1", text: "go" }, {})).ok).toBe(true);
     expect((await unknownField("alice", { sessionId: "s1" }, {})).ok).toBe(false);

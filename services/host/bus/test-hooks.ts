@@ -10,7 +10,7 @@ import type { SessionSupervisor } from "../sessions/session-supervisor.ts";
 import { type Db, withTransaction } from "../store/db.ts";
 import { turnOfIdempotencyKey } from "../store/session-facts.ts";
 import type { SessionStore } from "../store/session-store.ts";
-import type { AgentHandler } from "./agent-api.ts";
+import type { HookHandler } from "./agent-api.ts";
 import type { ClientHandler } from "./request-context.ts";
 
 export interface TestHookConfig {
@@ -37,7 +37,7 @@ export function wireTestHooks<C extends { "session.prompt": ClientHandler<"sessi
   config: TestHookConfig,
   client: C,
   deps: TestHookDeps,
-): { client: C; test: Record<string, AgentHandler> | null } {
+): { client: C; test: Record<string, HookHandler> | null } {
   if (!config.testHooks || !deps.faults) return { client, test: null };
   const wired =
     config.testBreakGuard === "prompt-while-parked"
@@ -72,9 +72,7 @@ function num(p: unknown, key: string): number {
   return v;
 }
 
-export function createTestHooks(
-  deps: TestHookDeps & { faults: FaultInjector },
-): Record<string, AgentHandler> {
+export function createTestHooks(deps: TestHookDeps & { faults: FaultInjector }): Record<string, HookHandler> {
   const { clock, faults, db, sessions, supervisor } = deps;
   return {
     "clock.get": async () => ({ now: clock.now() }),
