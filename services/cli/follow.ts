@@ -165,9 +165,7 @@ export async function follow(run: Run, sub: EventSubscription, spec: FollowSpec)
   function track(e: SessionEvent): void {
     if (
       e.type === "turn.claimed" &&
-      (state === null ||
-        state.target.turnId === null ||
-        e.turnId === state.target.turnId)
+      (state === null || state.target.turnId === null || e.turnId === state.target.turnId)
     )
       claimed = true;
     if (e.type === "permission.requested") {

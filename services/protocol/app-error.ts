@@ -1,5 +1,8 @@
-// The one error type that crosses process boundaries: a stable code, a message and details.
-// Expected refusals are AppError values; only bugs are other exceptions (sent as INTERNAL).
+// The one error type that crosses process boundaries: a stable code, a message and details (the
+// wire form of a refusal). An expected refusal is a Refusal value in a Result (result.ts), turned
+// into an AppError only where it crosses the wire; code not yet moved to values still throws one
+// (the files biome.json names for lint/refusals-are-values.grit). Only bugs are other exceptions
+// (sent as INTERNAL).
 import { type ErrorCode, errorCodeInfo, isErrorCode } from "./error-codes.ts";
 
 export interface WireError {

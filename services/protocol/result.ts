@@ -1,5 +1,6 @@
 // The one shape of an expected refusal, from the store up to the bus: a Refusal value inside a Result.
-// Only bugs throw; the bus turns a refusal into a wire error reply in one place (docs/architecture.md).
+// Only bugs throw; the bus turns a refusal into a wire error reply in one place (docs/architecture.md
+// "Refusals"), as an AppError (app-error.ts), the refusal's wire form.
 import { AppError } from "./app-error.ts";
 import type { ErrorCode } from "./error-codes.ts";
 import type { ToolExecuteResult } from "./schemas.ts";

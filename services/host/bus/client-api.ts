@@ -278,11 +278,9 @@ export function createClientApi(deps: {
       try {
         bytes = await readPlanArtifact(row.workspaceRoot, row.artifactPath);
       } catch (cause) {
-        if (cause instanceof AppError) throw cause;
-        throw new AppError("FILE_NOT_READABLE", "the plan file cannot be read", {
-          cause,
-          details: { path: row.artifactPath },
-        });
+        // plan-artifact.ts still throws its refusals; they go back as values from here.
+        if (cause instanceof AppError) return refuse(cause.code, cause.message, cause.details);
+        return refuse("FILE_NOT_READABLE", "the plan file cannot be read", { path: row.artifactPath });
       }
       const offset = p.offset ?? 0;
       // Only after the access check: a caller who may not read the file learns nothing of its size.

@@ -3,7 +3,7 @@
 // the rule of settings.set (settings-admins.ts). Only members see a project; only its owner changes
 // its members (docs/security.md "Projects have owners and members"). Merged into the client handler map.
 import { AppError } from "../../protocol/app-error.ts";
-import { ok } from "../../protocol/result.ts";
+import { ok, refuse, type Result } from "../../protocol/result.ts";
 import type { ClientHandlers } from "./request-context.ts";
 import type { SettingsAdmins } from "./settings-admins.ts";
 import type { ProjectStore } from "../store/project-store.ts";
@@ -30,22 +30,25 @@ export function createProjectsApi(
    * could never run there: grant it (setting on) or refuse WORKSPACE_NOT_USABLE naming the fix.
    * A host without a usable sandbox user skips the check (every sandboxed call says why itself).
    */
-  async function ensureUsable(root: string, configuredRoot: string): Promise<Record<string, unknown>> {
-    if (!deps.sandbox) return {};
+  async function ensureUsable(
+    root: string,
+    configuredRoot: string,
+  ): Promise<Result<Record<string, unknown>>> {
+    if (!deps.sandbox) return ok({});
     const access = await checkSandboxAccess(root, deps.sandbox).catch((err: unknown) => {
       if (err instanceof AppError && err.code === "SANDBOX_UNAVAILABLE") return null;
       throw err;
     });
-    if (access === null || access.ok) return {};
+    if (access === null || access.ok) return ok({});
     if (deps.grantAcl) {
       const g = await grantSandboxAccess(root, configuredRoot, deps.sandbox);
-      return { aclGranted: { entries: g.granted, searchOnly: g.searchOnly, skipped: g.skipped } };
+      return ok({ aclGranted: { entries: g.granted, searchOnly: g.searchOnly, skipped: g.skipped } });
     }
     const command = manualGrantCommand(root, deps.sandbox.user);
-    throw new AppError(
+    return refuse(
       "WORKSPACE_NOT_USABLE",
       `${access.reason}, so Bash and the file tools could not run in ${root}. Fix: start the host with PI_SANDBOX_GRANT_ACL=1 (it grants through POSIX ACLs), or grant by hand: ${command}`,
-      { details: { path: access.path, missing: access.missing, user: deps.sandbox.user, command } },
+      { path: access.path, missing: access.missing, user: deps.sandbox.user, command },
     );
   }
 
@@ -58,8 +61,9 @@ export function createProjectsApi(
       // overlaps: nothing is granted on a root that could never be a project.
       const { root, configuredRoot } = await store.resolveRoot(principal, p.workspaceRoot);
       await store.assertNoOverlap(root, mayView);
-      const audit = await ensureUsable(root, configuredRoot);
-      return ok(await store.create(principal, p.name, root, { mayView, audit }));
+      const usable = await ensureUsable(root, configuredRoot);
+      if (!usable.ok) return usable;
+      return ok(await store.create(principal, p.name, root, { mayView, audit: usable.value }));
     },
 
     // Membership and ownership are checked by the store under the project's row (gates.ts).
