@@ -10,7 +10,6 @@ import {
   AppendParams,
   BodyPartParams,
   BodyPartsRef,
-  ClaimParams,
   DeltaParams,
   ContextParams,
   decodeParams,
@@ -18,7 +17,7 @@ import {
   ToolsExecuteParams,
   TurnEndParams,
 } from "../../protocol/schemas.ts";
-import type { ResultOf } from "../../protocol/methods.ts";
+import type { ParamsOf, ResultOf } from "../../protocol/methods.ts";
 import { type AgentMethod, SUBJECT_TOKEN } from "../../protocol/subjects.ts";
 import type { Audience, EventPublisher } from "../sessions/event-publisher.ts";
 import type { LiveOutput } from "../sessions/live-output.ts";
@@ -92,7 +91,8 @@ export function createAgentApi(deps: {
 
   const handlers: AgentHandlers = {
     claim: async (params) => {
-      const p = decodeParams(ClaimParams, params);
+      // No token to check first: the bus decoded it by its schema already (host-bus.ts decodeBody).
+      const p = params as ParamsOf<"claim">;
       const offer = dispatcher.take(p.turnId);
       if (!offer) {
         // An execution that was already claimed, ended or fenced says so with its own code.
