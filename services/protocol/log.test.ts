@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import { AppError } from "./app-error.ts";
 import { createLogger, errorFields, withRequestId } from "./log.ts";
 import { REDACTED } from "./secret-redaction.ts";
 
@@ -39,8 +40,8 @@ describe("log lines carry no secret", () => {
       count: 3,
     });
     expect(Object.keys(line!)).toEqual([
-      "t",
       "level",
+      "t",
       "service",
       "event",
       "requestId",
@@ -59,6 +60,24 @@ describe("log lines carry no secret", () => {
     expect(line!.error).toBe(`provider said: Bearer ${REDACTED}`);
     expect(String(line!.stack)).not.toContain(KEY);
     expect(String(line!.stack)).toContain("log.test.ts");
+  });
+
+  it("an error keeps its stable code, its details and its cause", () => {
+    const { log, parsed } = capture();
+    const cause = new Error(`connect ECONNREFUSED, token ${KEY}`);
+    const err = new AppError("DATABASE_UNAVAILABLE", "the database is unreachable", {
+      cause,
+      details: { host: "127.0.0.1" },
+    });
+    log.error("host.request_failed", errorFields(err));
+    const [line] = parsed();
+    expect(line).toMatchObject({
+      event: "host.request_failed",
+      error: "the database is unreachable",
+      code: "DATABASE_UNAVAILABLE",
+      details: { host: "127.0.0.1" },
+      cause: { error: `connect ECONNREFUSED, token ${REDACTED}` },
+    });
   });
 
   it("ordinary fields are written as they were", () => {

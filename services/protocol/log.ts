@@ -1,9 +1,10 @@
-// Structured logs: one JSON object per line on stdout. Tests wait for `event` fields (host.ready,
+// Structured logs through pino: one JSON object per line on stdout. Tests wait for `event` fields (host.ready,
 // worker.ready), so event names are part of the operational contract (docs/operations.md). A line
 // written while a request is handled carries that request's id (`requestId`, docs/protocol.md).
 // No line carries a secret: credential shapes and the process's configured secrets are redacted.
 import { AsyncLocalStorage } from "node:async_hooks";
 import { randomBytes } from "node:crypto";
+import { pino } from "pino";
 import { redactNamedValue } from "./secret-redaction.ts";
 
 export interface Logger {
@@ -34,32 +35,76 @@ export interface LoggerOptions {
   secrets?: readonly (string | undefined)[];
 }
 
+type Redactor = (key: string, value: unknown) => unknown;
+
+/** `value` with every string at any depth passed through `redact` under its key (as JSON.stringify's replacer). */
+function redactDeep(key: string, value: unknown, redact: Redactor, depth = 0): unknown {
+  const v = redact(key, value);
+  if (typeof v !== "object" || v === null || depth > 32) return v;
+  if (Array.isArray(v)) return v.map((item, i) => redactDeep(String(i), item, redact, depth + 1));
+  if (Object.getPrototypeOf(v) !== Object.prototype) return v;
+  const out: Record<string, unknown> = {};
+  for (const [k, item] of Object.entries(v)) out[k] = redactDeep(k, item, redact, depth + 1);
+  return out;
+}
+
 /**
- * A logger writing one JSON line per call. Every string in a line (at any depth) goes through
- * secret-redaction.ts: credential shapes always, `opts.secrets` too; the line's shape is unchanged.
+ * A pino logger writing one JSON line per call: `level` (its label), `t` (ISO time), `service`,
+ * `event`, the request's id when one is being handled (`requestId`), then the fields. Every string
+ * in a line (at any depth) goes through secret-redaction.ts: credential shapes always,
+ * `opts.secrets` too; the line's shape is unchanged. Writes are synchronous, so a line logged just
+ * before the process exits is not lost.
  */
 export function createLogger(
   service: string,
-  write: (line: string) => void = (l) => process.stdout.write(l),
+  write?: (line: string) => void,
   opts: LoggerOptions = {},
 ): Logger {
   const secrets = (opts.secrets ?? []).filter((s): s is string => typeof s === "string");
-  const redact = (key: string, value: unknown) =>
+  const redact: Redactor = (key, value) =>
     typeof value === "string" ? redactNamedValue(key, value, secrets) : value;
-  const emit = (level: string, event: string, fields?: Record<string, unknown>) => {
-    const requestId = currentRequestId();
-    const context = requestId === undefined ? {} : { requestId };
-    const line = { t: new Date().toISOString(), level, service, event, ...context, ...fields };
-    write(`${JSON.stringify(line, redact)}\n`);
-  };
+  const destination = write ? { write } : pino.destination({ fd: 1, sync: true });
+  const logger = pino(
+    {
+      base: { service },
+      timestamp: () => `,"t":"${new Date().toISOString()}"`,
+      formatters: {
+        level: (label) => ({ level: label }),
+        log: (object) => redactDeep("", object, redact) as Record<string, unknown>,
+      },
+      mixin: () => {
+        const requestId = currentRequestId();
+        return requestId === undefined ? {} : { requestId };
+      },
+      // The event name first, then the request's id, then the fields.
+      mixinMergeStrategy: (fields, context) => ({
+        event: (fields as { event?: unknown }).event,
+        ...context,
+        ...fields,
+      }),
+    },
+    destination,
+  );
   return {
-    info: (e, f) => emit("info", e, f),
-    warn: (e, f) => emit("warn", e, f),
-    error: (e, f) => emit("error", e, f),
+    info: (event, fields) => logger.info({ event, ...fields }),
+    warn: (event, fields) => logger.warn({ event, ...fields }),
+    error: (event, fields) => logger.error({ event, ...fields }),
   };
 }
 
-export function errorFields(err: unknown): Record<string, unknown> {
-  if (err instanceof Error) return { error: err.message, stack: err.stack };
-  return { error: String(err) };
+/** How many causes deep an error's fields follow `cause`. */
+const CAUSE_DEPTH = 3;
+
+/**
+ * The fields of a logged error: its message (`error`) and stack, an AppError's stable `code` and
+ * `details`, and its `cause`'s own fields (a few levels deep).
+ */
+export function errorFields(err: unknown, depth = 0): Record<string, unknown> {
+  if (!(err instanceof Error)) return { error: String(err) };
+  const fields: Record<string, unknown> = { error: err.message, stack: err.stack };
+  const { code, details } = err as { code?: unknown; details?: unknown };
+  if (typeof code === "string") fields.code = code;
+  if (details !== undefined) fields.details = details;
+  if (err.cause !== undefined && depth < CAUSE_DEPTH) fields.cause = errorFields(err.cause, depth + 1);
+  return fields;
 }
