@@ -57,7 +57,7 @@ if [ ! -e /usr/bin/node ]; then
   esac
 fi
 
-# The unprivileged user every sandboxed program runs as (DESIGN section 7, docs/operations.md).
+# The unprivileged user every sandboxed program runs as (docs/operations.md).
 user="${PI_SANDBOX_USER:-pihost-sandbox}"
 if getent passwd "$user" >/dev/null; then
   echo "==> sandbox user $user exists"

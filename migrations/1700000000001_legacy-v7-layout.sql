@@ -1,5 +1,5 @@
 -- Up Migration
--- The legacy (ADR 0052 "schema v7") layout the history starts from: stored modes are 'chat' or
+-- The legacy ("schema v7", before Plan mode) layout the history starts from: stored modes are 'chat' or
 -- 'agent' (sessions.mode, the app default inside app_settings' JSON text, scheduled task config JSON
 -- text). The next migration maps chat -> plan. Times are written by the host (never now()).
 

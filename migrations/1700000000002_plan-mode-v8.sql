@@ -1,8 +1,8 @@
 -- Up Migration
--- ADR 0052 §5 / DESIGN §8: map every stored 'chat' mode to 'plan' (sessions, the app default,
+-- Maps every stored 'chat' mode to 'plan' (sessions, the app default,
 -- scheduled task config) in this one transaction. Any other value (NULL, 'Chat', ' chat', malformed
 -- JSON, a missing or non-string mode) raises, so the whole migration rolls back and the legacy
--- schema and data stay in force. Adds plan_approvals with the ADR 0053 fields.
+-- schema and data stay in force. Adds plan_approvals with their approval fields.
 
 CREATE FUNCTION pg_temp.pihost_json_or_fail(src text, what text) RETURNS jsonb
 LANGUAGE plpgsql AS $$

@@ -1,5 +1,5 @@
 -- Up Migration
--- DESIGN §8: hosts and session leases carry an epoch from the start, so multi-host takeover can be
+-- Hosts and session leases carry an epoch from the start, so multi-host takeover can be
 -- added without reshaping writes. With one host, every session's lease belongs to it.
 
 CREATE TABLE hosts (

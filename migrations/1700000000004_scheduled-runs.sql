@@ -1,5 +1,5 @@
 -- Up Migration
--- DESIGN §5 "Scheduled or unattended", §8: scheduled tasks get an owner, a project and the next
+-- Scheduled tasks get an owner, a project and the next
 -- occurrence to claim; runs get their trigger, the claiming host, and the session and turn they
 -- started. A due occurrence is claimed by exactly one host (unique (task_id, scheduled_for) for
 -- scheduled runs). A refused Plan run has no row at all: its audit row is the record. Legacy rows keep

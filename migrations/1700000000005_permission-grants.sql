@@ -1,5 +1,5 @@
 -- Up Migration
--- DESIGN §7 permission prompts: a prompt is a durable permission_requests row (with the tool's risk,
+-- Permission prompts (docs/protocol.md "Permission prompts"): a prompt is a durable permission_requests row (with the tool's risk,
 -- a bounded preview of its arguments, the decision and the principal who gave it); an allow-session
 -- decision is a grant per (session, tool). A grant only skips a prompt: Plan denials come first.
 

@@ -1,5 +1,5 @@
 -- Up Migration
--- DESIGN §2, §7 plugins: a registered manifest (its tools with JSON schema and normalised risk) and
+-- Plugins (docs/protocol.md "Plugins"): a registered manifest (its tools with JSON schema and normalised risk) and
 -- whether it is enabled. The host reads this row on every plugin tool call, so enable and disable
 -- take effect at once. Times come from the host clock.
 

@@ -1,5 +1,5 @@
 -- Up Migration
--- DESIGN §7 and §8: a project's tool settings. `network_allowed` gives the project's sandboxes
+-- A project's tool settings. `network_allowed` gives the project's sandboxes
 -- user-mode networking through slirp4netns (host loopback disabled); off, they have no network.
 -- `preview_origins` lists the origins (scheme://host[:port]) BrowserPreview may load besides loopback
 -- and workspace files. Both are read on every tool call, so a change applies to the next call.

@@ -1,5 +1,5 @@
 -- Up Migration
--- new_context compacts the context the host serves (DESIGN §7, docs/protocol.md "context"): the
+-- new_context compacts the context the host serves (docs/protocol.md "context"): the
 -- first context page starts after the session's latest allowed new_context call. This index finds
 -- it without reading the session's other tool calls.
 

@@ -1,5 +1,5 @@
 -- Up Migration
--- DESIGN §6: every authoritative write checks that the writing host is still the incarnation the
+-- docs/protocol.md "Startup fence": every authoritative write checks that the writing host is still the incarnation the
 -- startup fence made current, so a host that was superseded (paused, partitioned, or a second
 -- process with the same PI_HOST_ID) cannot commit. Host connections carry `pihost.host_id` and
 -- `pihost.incarnation` from their start (libpq options); a statement on a guarded table from such a

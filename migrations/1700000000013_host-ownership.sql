@@ -1,5 +1,5 @@
 -- Up Migration
--- Issue #16 (DESIGN §12 "Several hosts"): each session is owned by one host, named by its lease.
+-- Several hosts (docs/architecture.md "Several hosts"): each session is owned by one host, named by its lease.
 -- `hosts.heartbeat` is a counter the host increments every PI_HOST_HEARTBEAT_MS; another host
 -- declares it dead when the counter stops moving for a lease on the observer's own clock (no
 -- timestamp another host wrote is ever compared). `hosts.state` is running | stopped (clean

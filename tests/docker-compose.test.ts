@@ -375,7 +375,7 @@ describe("docker-compose.yml", () => {
     }
   });
 
-  it("keeps workers away from the database (DESIGN section 2)", () => {
+  it("keeps workers away from the database (docs/architecture.md, Processes)", () => {
     for (const name of WORKERS) expect(envOf(service(name)).DATABASE_URL, name).toBeUndefined();
   });
 

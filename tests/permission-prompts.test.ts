@@ -1,4 +1,4 @@
-// Permission prompts (DESIGN §7, docs/protocol.md "Permission prompts") over NATS against the real
+// Permission prompts (docs/architecture.md "Tools", docs/protocol.md "Permission prompts") over NATS against the real
 // host, the test acting as the worker: Agent + ask prompts for Write with a durable request and an
 // event; deny, allow-once, allow-session, the deadline (on the host clock) and an abort settle it;
 // grants never lift a Plan denial; only the owner or an approver may answer; unattended runs never

@@ -1,6 +1,6 @@
-// Crash points of the plan lifecycle (ADR 0053 §5, DESIGN §6): SIGKILL the host (a real child
+// Crash points of the plan lifecycle (docs/protocol.md "Startup fence"): SIGKILL the host (a real child
 // process) while (a) an approval is pending, (b) an approved execution is queued and (c) the
-// execution is running with the scripted model blocked on a file (DESIGN §10). After the restart the
+// execution is running with the scripted model blocked on a file (docs/protocol.md "Test hooks"). After the restart the
 // rows, turns and modes are what the fence says, with one audit row each; the old execution cannot
 // be claimed and no worker runs it; the model call log shows nothing replayed; a new prompt starts
 // a new turn. (a) is covered in depth, old identity and artifact included, by restart-fence.test.ts;

@@ -1,4 +1,4 @@
-// The plan file changed after approval and before the execution started (ADR 0053 §4, DESIGN §5):
+// The plan file changed after approval and before the execution started (docs/architecture.md "Plans"):
 // the claim re-hashes the artifact and refuses (PLAN_ARTIFACT_HASH_MISMATCH); the execution becomes
 // `interrupted` with that code, its turn is aborted, the session stays Agent, and nothing runs: no
 // model call for the execution turn, no file it would write, one `plan.execution.refuse` audit row.

@@ -1,4 +1,4 @@
-// One integration test per plan-lifecycle rule (ADR 0053, DESIGN §5) over NATS against the real host,
+// One integration test per plan-lifecycle rule (docs/architecture.md "Plans") over NATS against the real host,
 // the test acting as the worker: the reply code, the rows, the files under .pi/plan/ and the audit.
 import { existsSync, mkdirSync, readdirSync, symlinkSync, writeFileSync } from "node:fs";
 import path from "node:path";

@@ -1,4 +1,4 @@
-// Race on one proposal (ADR 0053 §3-4, DESIGN §5): 20 concurrent approve/reject requests make exactly
+// Race on one proposal (docs/architecture.md "Plans"): 20 concurrent approve/reject requests make exactly
 // one transition; every other request gets the recorded result or a stable refusal, and there is at
 // most one execution (exactly one when approve won), one execution turn in the model log and one
 // resolution audit row. Run twice: over NATS against the real host (owner and approver, mixed

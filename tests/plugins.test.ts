@@ -1,4 +1,4 @@
-// Plugins (DESIGN §2, §7; docs/protocol.md "Plugins") over NATS against the real host, the test acting
+// Plugins (docs/architecture.md "Processes", "Tools"; docs/protocol.md "Plugins") over NATS against the real host, the test acting
 // as the worker and tests/support/echo-plugin.ts as the plugin process: registration, the risk table
 // in Agent (auto, ask, low, invalid risk = medium), Plan hiding and denying plugin tools before the
 // plugin receives anything (even with auto and a session grant), disable/enable taking effect at once,

@@ -1,4 +1,4 @@
-// Project tool settings (DESIGN §7, §8; docs/protocol.md "Projects") over NATS against the real host:
+// Project tool settings (docs/architecture.md "Tools", "Scheduled tasks and settings"; docs/protocol.md "Projects") over NATS against the real host:
 // projects.get and projects.configure with canonical preview origins, version and audit; a stale
 // expectedVersion, malformed origins and unknown projects refused with nothing changed; and, with the
 // real project store on the same database outside development mode, only PI_SETTINGS_ADMINS may

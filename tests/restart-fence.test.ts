@@ -1,4 +1,4 @@
-// Restart fence (ADR 0053 §5): SIGKILL the host while an approval is pending and start it again.
+// Restart fence (docs/protocol.md "Startup fence"): SIGKILL the host while an approval is pending and start it again.
 // Before it serves anything the row is interrupted, the turn aborted, the session still Plan; the
 // old identity is stale, and the scripted model is never called again for the fenced work.
 import { readFileSync } from "node:fs";

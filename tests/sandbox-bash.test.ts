@@ -1,4 +1,4 @@
-// Bash in the bubblewrap sandbox (DESIGN §7), over NATS against the real host with the test acting
+// Bash in the bubblewrap sandbox (docs/architecture.md "Tools"), over NATS against the real host with the test acting
 // as the worker: it runs and writes the workspace (Agent + auto, and Plan + auto: the documented
 // trade-off); every containment probe fails inside while the same probe succeeds outside; stdout
 // and stderr stream separately and in order; bad timeouts spawn nothing; timeout and abort leave no

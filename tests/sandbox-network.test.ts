@@ -1,4 +1,4 @@
-// Per-project network for the sandbox (DESIGN §7) over NATS against the real host, the test acting
+// Per-project network for the sandbox (docs/architecture.md "Tools") over NATS against the real host, the test acting
 // as the worker. Off (the default): the sandbox has only `lo`, and a TCP listener on the host's own
 // non-loopback address is unreachable, while the same probe succeeds outside. On (projects.configure,
 // applied to the next call): slirp4netns gives the sandbox tap0 and a resolver, the host's listener

@@ -1,4 +1,4 @@
-// Scheduled tasks and app settings (DESIGN §5 "Scheduled or unattended", §8; ADR 0053 item 7) over
+// Scheduled tasks and app settings (docs/architecture.md "Scheduled tasks and settings") over
 // NATS against the real host, worker and Postgres: one test per rule, asserting the reply code, the
 // rows, the files under .pi/plan/ and the audit rows. Runs on the clock: scheduled-runs.test.ts.
 import { existsSync } from "node:fs";

@@ -1,4 +1,4 @@
-// Session boundaries of DESIGN §4 over NATS against the real host, the test acting as the worker:
+// Session boundaries (docs/architecture.md "Session actors") over NATS against the real host, the test acting as the worker:
 // one active turn, no configuration while work is in progress, abort fails closed, and principals
 // who are neither owner nor approver are refused.
 import { existsSync } from "node:fs";

@@ -1,5 +1,5 @@
 // Session supervision end to end, with the host and a worker as child processes: a fault injected
-// into one session's actor (DESIGN §10) is restarted from the rows while 50 other sessions complete
+// into one session's actor (docs/protocol.md "Test hooks") is restarted from the rows while 50 other sessions complete
 // turns; repeated past the bound it degrades only that session; an actor's throw never ends the host;
 // idle actors are passivated and re-activated on the next request.
 import { describe, expect, it } from "vitest";

@@ -1,4 +1,4 @@
-// Admission control of tools.execute (DESIGN §7 limits, services/host/tool-admission.ts) over NATS
+// Admission control of tools.execute (docs/architecture.md "Tools", services/host/tool-admission.ts) over NATS
 // against the real host, the test acting as the worker: with PI_TOOLS_MAX_PER_SESSION=1 a Write
 // waiting on its permission prompt holds the session's slot, so a second call of that session is
 // refused at once with HOST_OVERLOADED (not run, not recorded, not audited), while a retry of the

@@ -1,4 +1,4 @@
-// DESIGN §6: a superseded incarnation of a host cannot commit. In Postgres (migration 9): a writer
+// docs/protocol.md "Startup fence": a superseded incarnation of a host cannot commit. In Postgres (migration 9): a writer
 // connection of a stale incarnation is refused on every guarded table while the current one and
 // plain connections write; the startup fence waits for a write in flight and the writer's next
 // write is refused. End to end with real processes: host A is paused, a newer incarnation of the

@@ -125,7 +125,7 @@ export function permissionMode(value: string, what: string): PermissionMode {
 }
 
 /**
- * The approve target mode is never inferred (ADR 0053): a missing or other value is refused here,
+ * The approve target mode is never inferred (docs/architecture.md "Plans"): a missing or other value is refused here,
  * before anything is sent, so the host's PLAN_PERMISSION_MODE_* codes are only a second line.
  */
 export function approveMode(value: string | undefined): string {

@@ -1,5 +1,5 @@
 // The host clock as the actors' clock: timers follow the host's time, and moving the clock fires
-// what is due at once (the test clock of DESIGN §10).
+// what is due at once (the test clock, docs/protocol.md "Test hooks").
 import { describe, expect, it } from "vitest";
 import { createClock } from "./clock.ts";
 

@@ -1,6 +1,6 @@
 // The host's one clock: every timestamp written, every deadline compared and every XState delay
 // (it is the actors' `clock`) comes from here, never from the database's now(). Test hooks may move
-// it (DESIGN §10): timers due at the new time fire at once, so a 30-minute deadline is never waited
+// it (docs/protocol.md "Test hooks"): timers due at the new time fire at once, so a 30-minute deadline is never waited
 // for in real time. Production never moves it.
 
 export interface Clock {

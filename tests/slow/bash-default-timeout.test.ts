@@ -1,4 +1,4 @@
-// The real Bash default timeout: a call without `timeout` is killed after exactly 60 s (DESIGN §7),
+// The real Bash default timeout: a call without `timeout` is killed after exactly 60 s (docs/architecture.md "Tools"),
 // over NATS against a host started without PI_BASH_DEFAULT_TIMEOUT_MS. One ~62 s test, run by
 // `npm test` like every other file; the fast suite checks the same path with a short default.
 import { afterAll, beforeAll, expect, it } from "vitest";

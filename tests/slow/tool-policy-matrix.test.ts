@@ -1,4 +1,4 @@
-// The tool policy acceptance table (DESIGN §7) over NATS against the real host, the test calling
+// The tool policy acceptance table (docs/architecture.md "Tools") over NATS against the real host, the test calling
 // `tools.execute` directly as a worker: every tool class (plugin tools by registered risk) x both modes x the three permission modes x
 // with/without a session grant x with/without a forged `requestedMode`. Each case is its own session
 // and claimed turn; it asserts the decision, the code, that no file appears on a denial, and the
@@ -6,7 +6,7 @@
 // A `prompt` outcome is answered with deny, so it ends PERMISSION_DENIED and writes nothing.
 // The session grant is inserted into permission_grants directly (how `allow-session` through a
 // prompt creates it is covered by tests/permission-prompts.test.ts). The expected table below is
-// written out by hand from DESIGN §7, deliberately not computed with machines/tool-policy.ts.
+// written out by hand from docs/architecture.md "Tools", deliberately not computed with machines/tool-policy.ts.
 // Also: symlinks inside the workspace that point outside are refused for Read, Write and Edit.
 import { createHash } from "node:crypto";
 import { existsSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from "node:fs";
@@ -69,7 +69,7 @@ const ALLOW: Expected = { kind: "allow" };
 const PROMPT: Expected = { kind: "prompt" };
 const deny = (code: string): Expected => ({ kind: "deny", code });
 
-/** DESIGN §7 written out: [class][mode][permission mode] without a grant. A grant turns prompt into allow. */
+/** docs/architecture.md "Tools" written out: [class][mode][permission mode] without a grant. A grant turns prompt into allow. */
 const TABLE: Record<ClassName, Record<Mode, Record<Perm, Expected>>> = {
   read: {
     agent: { ask: ALLOW, "accept-edits": ALLOW, auto: ALLOW },
@@ -296,7 +296,7 @@ async function runCase(c: Case): Promise<void> {
   expect(audit.rows, label).toEqual(rows);
 }
 
-describe("tool policy matrix (DESIGN §7)", () => {
+describe("tool policy matrix (docs/architecture.md, Tools)", () => {
   it(`all ${CASES.length} cases: decision, code, no file on denial, exact audit rows`, {
     timeout: 120_000,
   }, async () => {

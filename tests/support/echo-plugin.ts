@@ -1,4 +1,4 @@
-// A tiny plugin process for tests (DESIGN §2): serves `<prefix>.plugin.echo.*` on NATS. Every tool of
+// A tiny plugin process for tests (docs/architecture.md "Processes"): serves `<prefix>.plugin.echo.*` on NATS. Every tool of
 // the plugin echoes `args.text`; every call it receives is appended as one JSON line to
 // ECHO_PLUGIN_CALL_LOG first, so a test can prove a denied call never reached the plugin.
 import { appendFileSync } from "node:fs";

@@ -113,7 +113,7 @@ export function auditRows(stack: Stack, sessionId: string, actionLike: string) {
   );
 }
 
-/** Scripted-model calls of a session (one JSON line per model call, DESIGN §10). */
+/** Scripted-model calls of a session (one JSON line per model call, docs/protocol.md "Test hooks"). */
 export function callsOf(stack: Stack, sessionId: string): Array<{ turnId: string; step: number }> {
   return stack.callLog().filter((c) => c.sessionId === sessionId) as Array<{ turnId: string; step: number }>;
 }

@@ -1,4 +1,4 @@
-// Which hosts are alive (issue #16, DESIGN §12 "Several hosts"): each host increments its own
+// Which hosts are alive (docs/architecture.md "Several hosts"): each host increments its own
 // `hosts.heartbeat` counter; an observer declares a host dead when that counter has not moved for a
 // lease measured on the observer's own clock, never by comparing timestamps another host wrote (its
 // clock may be skewed). A `stopped` host (clean shutdown) is dead at once. The pure core is

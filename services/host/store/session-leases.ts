@@ -1,4 +1,4 @@
-// Who owns a session (issue #16, DESIGN §12 "Several hosts"): the lease row and its host's state.
+// Who owns a session (docs/architecture.md "Several hosts"): the lease row and its host's state.
 // Writes are refused by the lease trigger of migration 13 (PH002); this module only reads, and
 // claims the lease of a legacy session that has none.
 import type { Db, Tx } from "./db.ts";

@@ -1,4 +1,4 @@
-// Taking a dead host's sessions over (issue #16, DESIGN §12 "Several hosts"): one transaction in the
+// Taking a dead host's sessions over (docs/architecture.md "Several hosts"): one transaction in the
 // taker's own (write-fenced) pool that fences the dead host and makes its sessions the taker's.
 // Which hosts are dead is host-liveness.ts's; announcing what ended is fence-announce.ts's.
 import type { Logger } from "../../protocol/log.ts";
