@@ -71,6 +71,14 @@ const config = {
       to: { path: "^services/host/(bus|sessions|store|tools)/" },
     },
     {
+      name: "host-wiring-only-from-main",
+      comment:
+        "services/host/wiring/ assembles the host from its rooms, step by step; only main.ts imports it, and no room imports it back.",
+      severity: "error",
+      from: { path: "^services/", pathNot: ["^services/host/main\\.ts$", "^services/host/wiring/"] },
+      to: { path: "^services/host/wiring/" },
+    },
+    {
       name: "host-store-tools-not-up",
       comment: "bus -> sessions -> store/tools, never back up: store/ and tools/ import neither sessions/ nor bus/.",
       severity: "error",
