@@ -173,8 +173,8 @@ describe("the hosts", () => {
     expect(find("Service", "pihost-host").spec.ports[0].port).toBe(port);
   });
 
-  it("gives the drain its time: preStop, then up to the drain grace of services/host/main.ts, then the fence", () => {
-    const main = readFileSync(path.join(REPO_ROOT, "services/host/main.ts"), "utf8");
+  it("gives the drain its time: preStop, then up to the drain grace of services/host/wiring/shutdown.ts, then the fence", () => {
+    const main = readFileSync(path.join(REPO_ROOT, "services/host/wiring/shutdown.ts"), "utf8");
     const drainMs = Number(/const DRAIN_GRACE_MS = ([\d_]+);/.exec(main)?.[1]?.replaceAll("_", ""));
     expect(drainMs).toBe(3000);
     const preStop = container(hosts).lifecycle.preStop.sleep.seconds;
