@@ -8,7 +8,7 @@ import { agentSubject } from "../protocol/subjects.ts";
 import { createClock } from "./clock.ts";
 import { readHostConfig } from "./host-config.ts";
 import { notReady } from "./http-listener.ts";
-import { createDrainGate } from "./bus/host-bus.ts";
+import { createDrainGate } from "./bus/drain-gate.ts";
 import { reportOrphanArtifacts } from "./store/orphan-artifacts.ts";
 import { clientHandlers } from "./wiring/client-handlers.ts";
 import { closeBus, connectBus } from "./wiring/connections.ts";

@@ -10,7 +10,9 @@ import { appendAudit } from "../store/audit-log.ts";
 import { isLeaseLost } from "../store/db.ts";
 import { leaseOf } from "../store/session-leases.ts";
 import type { FaultInjector } from "./fault-injector.ts";
+import { watchLeaseLoss } from "./lease-loss-watch.ts";
 import { isStepState, PASSIVATED, stateValueString } from "./machine-state.ts";
+import { createRestartBound, type DegradedSession } from "./restart-bound.ts";
 import { createSessionActors, type SessionActorDeps } from "./session-actors.ts";
 import { type HostSessionMachine, provideSessionMachine } from "./session-machine.ts";
 
@@ -31,13 +33,6 @@ export interface SupervisorDeps extends SessionActorDeps {
   onActorRestart?: () => void;
 }
 
-/** A session whose actor failed past the restart bound: refused until the host restarts. */
-export interface DegradedSession {
-  sessionId: string;
-  failures: number;
-  since: string;
-}
-
 interface Entry {
   actor: Actor<HostSessionMachine>;
   /** Replies of requests sent to (or waiting for) this actor and not yet answered. */
@@ -54,8 +49,11 @@ interface Entry {
 
 export function createSessionSupervisor(deps: SupervisorDeps) {
   const { clock, dispatcher, events, log } = deps;
-  const maxRestarts = deps.maxRestarts ?? 3;
-  const restartWindowMs = deps.restartWindowMs ?? 60_000;
+  const bound = createRestartBound({
+    clock,
+    maxRestarts: deps.maxRestarts ?? 3,
+    restartWindowMs: deps.restartWindowMs ?? 60_000,
+  });
   const passivateAfterMs = deps.passivateAfterMs ?? 60_000;
   const steps = createSessionActors(deps);
   const machine = provideSessionMachine({
@@ -66,10 +64,6 @@ export function createSessionSupervisor(deps: SupervisorDeps) {
     onTurnRevoked: deps.onTurnRevoked,
   });
   const actors = new Map<string, Entry>();
-  /** Host-clock times of recent actor failures per session (within restartWindowMs). */
-  const failures = new Map<string, number[]>();
-  /** In memory on purpose: a host restart runs the fence, which ends whatever a degraded session held. */
-  const degraded = new Map<string, DegradedSession>();
   let stopped = false;
 
   // A leased worker stopped heartbeating: its turn ends as aborted (TURN_LEASE_EXPIRED).
@@ -82,18 +76,10 @@ export function createSessionSupervisor(deps: SupervisorDeps) {
     }),
   );
 
-  function degradedError(d: DegradedSession): AppError {
-    return new AppError(
-      "SESSION_DEGRADED",
-      `the session's actor failed ${d.failures} times within ${restartWindowMs} ms; it refuses requests until the host restarts`,
-      { details: { failures: d.failures, since: d.since } },
-    );
-  }
-
   /** The session's live actor, created from the rows when there is none; refuses a degraded session. */
   function entry(sessionId: string): Entry {
-    const d = degraded.get(sessionId);
-    if (d) throw degradedError(d);
+    const refusal = bound.refusal(sessionId);
+    if (refusal) throw refusal;
     const existing = actors.get(sessionId);
     if (existing) {
       existing.lastActive = clock.now();
@@ -202,14 +188,8 @@ export function createSessionSupervisor(deps: SupervisorDeps) {
       return;
     }
 
-    const now = clock.now();
-    const recent = (failures.get(sessionId) ?? []).filter((t) => now - t < restartWindowMs);
-    recent.push(now);
-    failures.set(sessionId, recent);
-    if (recent.length > maxRestarts) {
-      const d: DegradedSession = { sessionId, failures: recent.length, since: clock.date().toISOString() };
-      degraded.set(sessionId, d);
-      failures.delete(sessionId);
+    const counted = bound.failed(sessionId);
+    if ("degraded" in counted) {
       publishStopped(sessionId, e);
       steps.forget(sessionId);
       // The worker of its turn (if any) stops, its waiting permission prompts end as denials
@@ -217,14 +197,15 @@ export function createSessionSupervisor(deps: SupervisorDeps) {
       // start's fence.
       dispatcher.revoke(snap.context.turnId);
       if (snap.context.turnId) deps.onTurnRevoked?.(snap.context.turnId);
-      log.error("session.degraded", { ...d, maxRestarts, restartWindowMs });
+      log.error("session.degraded", { ...counted.degraded, ...bound.limits });
       return;
     }
-    log.warn("session.actor_restarting", { sessionId, failures: recent.length, maxRestarts });
+    const { maxRestarts } = bound.limits;
+    log.warn("session.actor_restarting", { sessionId, failures: counted.recent, maxRestarts });
     deps.onActorRestart?.();
     // After the failed actor's stack unwinds; a request arriving first simply creates it.
     queueMicrotask(() => {
-      if (stopped || actors.has(sessionId) || degraded.has(sessionId)) return;
+      if (stopped || actors.has(sessionId) || bound.isDegraded(sessionId)) return;
       try {
         const r = entry(sessionId);
         r.ready.then(
@@ -322,9 +303,7 @@ export function createSessionSupervisor(deps: SupervisorDeps) {
       e.actor.stop();
       n++;
     }
-    for (const [sessionId, times] of failures) {
-      if (times.every((t) => now - t >= restartWindowMs)) failures.delete(sessionId);
-    }
+    bound.sweep();
     return n;
   }
   const sweeper = setInterval(
@@ -388,8 +367,7 @@ export function createSessionSupervisor(deps: SupervisorDeps) {
       const e = entry(sessionId);
       await e.ready;
       deliver(sessionId, e, { type: "FAULT" });
-      const d = degraded.get(sessionId);
-      return { sessionId, failures: d?.failures ?? failures.get(sessionId)?.length ?? 0, degraded: !!d };
+      return { sessionId, ...bound.count(sessionId) };
     },
     /** The live actor's state value (dotted path), or "passivated" when the session has none (or is degraded). */
     machineState(sessionId: string): string {
@@ -398,7 +376,7 @@ export function createSessionSupervisor(deps: SupervisorDeps) {
     },
     /** Live actors and degraded sessions (for `host.status`). */
     status(): { active: number; degraded: DegradedSession[] } {
-      return { active: actors.size, degraded: [...degraded.values()] };
+      return { active: actors.size, degraded: bound.degraded() };
     },
     /** Runs one passivation sweep now (the sweeper runs it every passivateAfterMs / 4); returns the count. */
     passivateIdle,
@@ -414,32 +392,3 @@ export function createSessionSupervisor(deps: SupervisorDeps) {
 }
 
 export type SessionSupervisor = ReturnType<typeof createSessionSupervisor>;
-
-/**
- * The steps, each of whose failures with SESSION_LEASE_LOST (PH002) is reported with its session
- * (the first argument: the session id, or a context carrying it), so the supervisor drops the actor
- * even when the machine handles the error itself (a deadline's write, say).
- */
-function watchLeaseLoss<S extends object>(steps: S, onLost: (sessionId: string) => void): S {
-  const sessionOf = (arg: unknown): string | null =>
-    typeof arg === "string"
-      ? arg
-      : typeof (arg as { sessionId?: unknown } | null)?.sessionId === "string"
-        ? (arg as { sessionId: string }).sessionId
-        : null;
-  return new Proxy(steps, {
-    get(target, key, receiver) {
-      const value = Reflect.get(target, key, receiver);
-      if (typeof value !== "function") return value;
-      return (...args: unknown[]) => {
-        const r = value.apply(target, args);
-        if (r instanceof Promise)
-          r.catch((err: unknown) => {
-            const sessionId = sessionOf(args[0]);
-            if (sessionId && isLeaseLost(err)) onLost(sessionId);
-          });
-        return r;
-      };
-    },
-  });
-}

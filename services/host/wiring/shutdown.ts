@@ -8,7 +8,7 @@ import { errorFields } from "../../protocol/log.ts";
 import type { Clock } from "../clock.ts";
 import type { HostConfig } from "../host-config.ts";
 import type { HttpListener } from "../http-listener.ts";
-import type { DrainGate } from "../bus/host-bus.ts";
+import type { DrainGate } from "../bus/drain-gate.ts";
 import { announceEndedWork } from "../sessions/fence-announce.ts";
 import type { Db } from "../store/db.ts";
 import type { startHostLiveness } from "../store/host-liveness.ts";
