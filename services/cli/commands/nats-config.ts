@@ -6,14 +6,8 @@ import path from "node:path";
 import type { Command } from "commander";
 import { UsageError } from "../cli-error.ts";
 import { isJson, out, outJson, type Run } from "../cli-run.ts";
-import {
-  DEFAULT_BCRYPT_COST,
-  generateNatsConfig,
-  MIN_BCRYPT_COST,
-  parseSecrets,
-  parseTeam,
-  type Secrets,
-} from "../nats-config.ts";
+import { generateNatsConfig } from "../nats-config.ts";
+import { DEFAULT_BCRYPT_COST, MIN_BCRYPT_COST, parseSecrets, parseTeam, type Secrets } from "../nats-team.ts";
 
 const CONFIG_MODE = 0o640;
 const SECRETS_MODE = 0o600;
