@@ -10,7 +10,8 @@ import os from "node:os";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
 import { parse, parseAllDocuments } from "yaml";
-import { generateNatsConfig, hostRpcUser, natsUsers, parseTeam } from "../services/cli/nats-config.ts";
+import { generateNatsConfig, natsUsers } from "../services/cli/nats-config.ts";
+import { hostRpcUser, parseTeam } from "../services/cli/nats-team.ts";
 import { isErrorCode } from "../services/protocol/error-codes.ts";
 import {
   exportedMetrics,

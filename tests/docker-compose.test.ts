@@ -12,7 +12,8 @@ import path from "node:path";
 import { Ajv } from "ajv";
 import { describe, expect, it } from "vitest";
 import { parse } from "yaml";
-import { generateNatsConfig, hostRpcUser, natsUsers, parseTeam } from "../services/cli/nats-config.ts";
+import { generateNatsConfig, natsUsers } from "../services/cli/nats-config.ts";
+import { hostRpcUser, parseTeam } from "../services/cli/nats-team.ts";
 import {
   HTTP_ROUTES,
   hostConfigOf,

@@ -4,7 +4,8 @@
 import { mkdirSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
-import { generateNatsConfig, parseTeam, type Secrets } from "../../services/cli/nats-config.ts";
+import { generateNatsConfig } from "../../services/cli/nats-config.ts";
+import { parseTeam, type Secrets } from "../../services/cli/nats-team.ts";
 import { inboxPrefix } from "../../services/protocol/subjects.ts";
 import { hostEnv, type ManagedProcess, spawnTs } from "./processes.ts";
 import type { Stack } from "./stack.ts";
