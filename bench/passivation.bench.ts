@@ -16,12 +16,12 @@ import {
 import type { Logger } from "../services/protocol/log.ts";
 import { createClock } from "../services/host/clock.ts";
 import { createDb } from "../services/host/store/db.ts";
-import type { EventPublisher } from "../services/host/sessions/event-publisher.ts";
+import type { EventPublisher } from "../services/host/sessions/events/event-publisher.ts";
 import { migrateUp } from "../services/host/store/migrate.ts";
 import { createPlanStore } from "../services/host/store/plan-store.ts";
-import { createSessionSupervisor } from "../services/host/sessions/session-supervisor.ts";
+import { createSessionSupervisor } from "../services/host/sessions/actors/session-supervisor.ts";
 import { createSessionStore } from "../services/host/store/session-store.ts";
-import { createTurnDispatcher } from "../services/host/sessions/turn-dispatcher.ts";
+import { createTurnDispatcher } from "../services/host/sessions/turns/turn-dispatcher.ts";
 import { createTestDatabase } from "../tests/support/test-db.ts";
 import { stats } from "./bench-support.ts";
 

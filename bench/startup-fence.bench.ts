@@ -9,8 +9,8 @@
 // Run: `npm run bench:fence` (needs Postgres and NATS like the tests); BENCH_SESSIONS,
 // BENCH_INFLIGHT and BENCH_RUNS change the sizes.
 import { createClock } from "../services/host/clock.ts";
-import { announceEndedWork } from "../services/host/sessions/fence-announce.ts";
-import { createEventPublisher } from "../services/host/sessions/event-publisher.ts";
+import { announceEndedWork } from "../services/host/sessions/events/fence-announce.ts";
+import { createEventPublisher } from "../services/host/sessions/events/event-publisher.ts";
 import { createEventStore } from "../services/host/store/event-store.ts";
 import { migrateUp } from "../services/host/store/migrate.ts";
 import { createPlanStore } from "../services/host/store/plan-store.ts";

@@ -1,12 +1,12 @@
-// What a fence ended is announced in batches (services/host/sessions/fence-announce.ts): every end
+// What a fence ended is announced in batches (services/host/sessions/events/fence-announce.ts): every end
 // gets its stored event and its publication, each session's events in order and numbered after its
 // earlier ones, in batches of many sessions written two at a time; an end whose session is gone
 // (its batch fails) does not silence the others of its batch.
 import type { NatsConnection } from "@nats-io/nats-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createClock } from "../services/host/clock.ts";
-import { createEventPublisher } from "../services/host/sessions/event-publisher.ts";
-import { announceEndedWork } from "../services/host/sessions/fence-announce.ts";
+import { createEventPublisher } from "../services/host/sessions/events/event-publisher.ts";
+import { announceEndedWork } from "../services/host/sessions/events/fence-announce.ts";
 import { createEventStore } from "../services/host/store/event-store.ts";
 import { migrateUp } from "../services/host/store/migrate.ts";
 import type { EndedWork } from "../services/host/store/startup-fence.ts";

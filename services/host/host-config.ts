@@ -14,7 +14,7 @@ import {
 import { forwardTimeoutMs } from "./bus/forward.ts";
 import { hostLivenessConfig } from "./store/host-liveness.ts";
 import { type ToolRunnerConfig, toolRunnerConfigFromEnv } from "./tools/tool-runner.ts";
-import { parseDefaultModel } from "./sessions/model-choice.ts";
+import { parseDefaultModel } from "./sessions/turns/model-choice.ts";
 import { formatListenAddress, parseListenAddress } from "./http-listener.ts";
 
 export interface HostConfig {

@@ -19,11 +19,11 @@ import {
 } from "../../protocol/schemas.ts";
 import type { ParamsOf, ResultOf } from "../../protocol/methods.ts";
 import { type AgentMethod, SUBJECT_TOKEN } from "../../protocol/subjects.ts";
-import type { Audience, EventPublisher } from "../sessions/event-publisher.ts";
-import type { LiveOutput } from "../sessions/live-output.ts";
-import type { SessionSupervisor } from "../sessions/session-supervisor.ts";
-import { textOf, type ToolPipeline } from "../sessions/tool-pipeline.ts";
-import type { Lease, TurnDispatcher } from "../sessions/turn-dispatcher.ts";
+import type { Audience, EventPublisher } from "../sessions/events/event-publisher.ts";
+import type { LiveOutput } from "../sessions/events/live-output.ts";
+import type { SessionSupervisor } from "../sessions/actors/session-supervisor.ts";
+import { textOf, type ToolPipeline } from "../sessions/pipeline/tool-pipeline.ts";
+import type { Lease, TurnDispatcher } from "../sessions/turns/turn-dispatcher.ts";
 import { type Db, withTransaction } from "../store/db.ts";
 import { executionOfTurn } from "../store/session-facts.ts";
 import type { SessionStore } from "../store/session-store.ts";
@@ -63,13 +63,13 @@ export function createAgentApi(deps: {
   supervisor: SessionSupervisor;
   dispatcher: TurnDispatcher;
   events: EventPublisher;
-  /** tools.execute: admission, policy, prompt, run and record (sessions/tool-pipeline.ts). */
+  /** tools.execute: admission, policy, prompt, run and record (sessions/pipeline/tool-pipeline.ts). */
   tools: ToolPipeline;
   /** A context page's bound in encoded bytes (from the server's max_payload). */
   maxPageBytes?: number;
   /** Bodies too big for one message, sent in parts (body-parts.ts). */
   parts?: BodyParts;
-  /** Streamed model output, published live (sessions/live-output.ts); none: deltas are accepted and dropped. */
+  /** Streamed model output, published live (sessions/events/live-output.ts); none: deltas are accepted and dropped. */
   live?: Pick<LiveOutput, "push">;
 }): AgentHandlers {
   const { db, sessions, supervisor, dispatcher, events } = deps;

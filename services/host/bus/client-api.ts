@@ -6,17 +6,17 @@ import { pageOfList } from "../store/bounded-page.ts";
 import type { ModelConfig, SessionView } from "../../protocol/schemas.ts";
 import type { ResultOf } from "../../protocol/methods.ts";
 import { PROTOCOL_VERSION } from "../../protocol/subjects.ts";
-import { splitProposal } from "../sessions/plan-events.ts";
+import { splitProposal } from "../sessions/events/plan-events.ts";
 import type { Db } from "../store/db.ts";
 import type { ClientHandlers, RequestContext } from "./request-context.ts";
 import { readPlanArtifact, sha256Hex } from "../store/plan-artifact.ts";
 import type { PlanStore } from "../store/plan-store.ts";
 import { assertApproversAreMembers } from "../store/project-members.ts";
 import type { ProjectStore } from "../store/project-store.ts";
-import type { SessionSupervisor } from "../sessions/session-supervisor.ts";
-import { PASSIVATED } from "../sessions/machine-state.ts";
-import type { ModelChoice } from "../sessions/model-choice.ts";
-import type { WorkerRegistry } from "../sessions/worker-registry.ts";
+import type { SessionSupervisor } from "../sessions/actors/session-supervisor.ts";
+import { PASSIVATED } from "../sessions/actors/machine-state.ts";
+import type { ModelChoice } from "../sessions/turns/model-choice.ts";
+import type { WorkerRegistry } from "../sessions/turns/worker-registry.ts";
 import { countSessionLeases, turnOfIdempotencyKey } from "../store/session-facts.ts";
 import { ownSessionsHere, readHostStatusRows } from "../store/host-status-rows.ts";
 import type { SandboxStatus } from "../tools/sandbox-probe.ts";
@@ -65,7 +65,7 @@ export function createClientApi(deps: {
    * sandbox-oom.ts: each probed once at start), for settings admins.
    */
   sandbox?: () => Promise<SandboxStatus>;
-  /** Which model a session runs (sessions/model-choice.ts); none: any, the scripted demo by default. */
+  /** Which model a session runs (sessions/turns/model-choice.ts); none: any, the scripted demo by default. */
   models?: ModelChoice;
   /** The workers heard from lately and what they serve (models.list, workers.list, session.create). */
   workers?: Pick<WorkerRegistry, "models" | "serves" | "list">;

@@ -2,7 +2,7 @@
 // a caller-wide cursor, so people catch up without JetStream. Merged into the host's client handler map.
 import { ok } from "../../protocol/result.ts";
 import type { ClientHandlers } from "./request-context.ts";
-import type { EventPublisher } from "../sessions/event-publisher.ts";
+import type { EventPublisher } from "../sessions/events/event-publisher.ts";
 import type { EventStore } from "../store/event-store.ts";
 
 /** Events per page when the caller names no `limit`. */

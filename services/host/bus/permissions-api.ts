@@ -3,7 +3,7 @@
 // handler map next to client-api.ts.
 import { ok } from "../../protocol/result.ts";
 import type { ClientHandlers } from "./request-context.ts";
-import type { PermissionGate } from "../sessions/permission-gate.ts";
+import type { PermissionGate } from "../sessions/pipeline/permission-gate.ts";
 
 export function createPermissionsApi(deps: { gate: PermissionGate }): ClientHandlers<"permissions"> {
   const { gate } = deps;

@@ -5,8 +5,8 @@ import { ok } from "../../protocol/result.ts";
 import type { ClientHandlers } from "./request-context.ts";
 import type { SettingsAdmins } from "./settings-admins.ts";
 import type { ScheduleStore } from "../store/schedule-store.ts";
-import type { ModelChoice } from "../sessions/model-choice.ts";
-import type { Scheduler } from "../sessions/scheduler.ts";
+import type { ModelChoice } from "../sessions/turns/model-choice.ts";
+import type { Scheduler } from "../sessions/scheduling/scheduler.ts";
 import type { SettingsStore } from "../store/settings-store.ts";
 
 export function createSchedulingApi(
@@ -14,7 +14,7 @@ export function createSchedulingApi(
     settings: SettingsStore;
     store: ScheduleStore;
     scheduler: Scheduler;
-    /** The model check of every entry (sessions/model-choice.ts). */
+    /** The model check of every entry (sessions/turns/model-choice.ts). */
     models?: Pick<ModelChoice, "choose">;
   } & SettingsAdmins,
 ): ClientHandlers<"scheduling"> {

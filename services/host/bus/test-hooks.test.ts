@@ -2,8 +2,8 @@
 // they are (no broken guard, whatever PI_TEST_BREAK_GUARD says) and every test hook is refused.
 import { describe, expect, it } from "vitest";
 import type { Clock } from "../clock.ts";
-import { createFaultInjector } from "../sessions/fault-injector.ts";
-import type { SessionSupervisor } from "../sessions/session-supervisor.ts";
+import { createFaultInjector } from "../sessions/actors/fault-injector.ts";
+import type { SessionSupervisor } from "../sessions/actors/session-supervisor.ts";
 import type { Db } from "../store/db.ts";
 import type { SessionStore } from "../store/session-store.ts";
 import { ok } from "../../protocol/result.ts";

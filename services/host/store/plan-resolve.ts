@@ -34,7 +34,7 @@ export interface ResolveOptions {
   readOnly: boolean;
   /**
    * Runs the decision's statement in the session's order of events and publishes what it wrote
-   * (sessions/event-publisher.ts `publishRows`); without it the statement runs and nothing is
+   * (sessions/events/event-publisher.ts `publishRows`); without it the statement runs and nothing is
    * published (the rows and events are written all the same).
    */
   record?: (write: ResolveWrite) => Promise<ResolveOutcome>;

@@ -56,7 +56,7 @@ export function proposalView(r: ApprovalRow): ProposalView {
   };
 }
 
-/** A test-hooks fault point (sessions/fault-injector.ts satisfies it): throws or waits when armed. */
+/** A test-hooks fault point (sessions/actors/fault-injector.ts satisfies it): throws or waits when armed. */
 export interface PlanFaults {
   enter(point: string): Promise<void>;
 }

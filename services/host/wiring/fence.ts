@@ -8,7 +8,7 @@ import type { Clock } from "../clock.ts";
 import type { HostConfig } from "../host-config.ts";
 import { formatListenAddress } from "../http-listener.ts";
 import { createHostMetrics } from "../metrics.ts";
-import { createNotices } from "../sessions/notices.ts";
+import { createNotices } from "../sessions/events/notices.ts";
 import { checkDatabase, createDb } from "../store/db.ts";
 import { migrateUp } from "../store/migrate.ts";
 import {

@@ -10,15 +10,15 @@ import { formatListenAddress } from "../http-listener.ts";
 import type { HostMetrics } from "../metrics.ts";
 import { createBodyParts } from "../bus/body-parts.ts";
 import { testFaults } from "../bus/test-hooks.ts";
-import { createEventPublisher } from "../sessions/event-publisher.ts";
-import { announceEndedWork } from "../sessions/fence-announce.ts";
-import { createModelChoice } from "../sessions/model-choice.ts";
-import { createPermissionGate } from "../sessions/permission-gate.ts";
-import { createProjectInstructions } from "../sessions/project-instructions.ts";
-import { createScheduler } from "../sessions/scheduler.ts";
-import { createSessionSupervisor } from "../sessions/session-supervisor.ts";
-import { createTurnDispatcher } from "../sessions/turn-dispatcher.ts";
-import { createWorkerRegistry } from "../sessions/worker-registry.ts";
+import { createEventPublisher } from "../sessions/events/event-publisher.ts";
+import { announceEndedWork } from "../sessions/events/fence-announce.ts";
+import { createModelChoice } from "../sessions/turns/model-choice.ts";
+import { createPermissionGate } from "../sessions/pipeline/permission-gate.ts";
+import { createProjectInstructions } from "../sessions/turns/project-instructions.ts";
+import { createScheduler } from "../sessions/scheduling/scheduler.ts";
+import { createSessionSupervisor } from "../sessions/actors/session-supervisor.ts";
+import { createTurnDispatcher } from "../sessions/turns/turn-dispatcher.ts";
+import { createWorkerRegistry } from "../sessions/turns/worker-registry.ts";
 import type { Db } from "../store/db.ts";
 import { createEventStore } from "../store/event-store.ts";
 import { startHostLiveness } from "../store/host-liveness.ts";
@@ -33,7 +33,7 @@ import { createToolAborts } from "../tools/tool-aborts.ts";
 import { createToolRunner } from "../tools/tool-runner.ts";
 import { createToolAdmission } from "../tools/tool-admission.ts";
 import { createPluginCaller } from "../tools/plugin-caller.ts";
-import { createToolPipeline } from "../sessions/tool-pipeline.ts";
+import { createToolPipeline } from "../sessions/pipeline/tool-pipeline.ts";
 
 export interface CoreDeps {
   config: HostConfig;
@@ -244,7 +244,7 @@ export function buildModelsAndSchedules(
 }
 export type ModelsAndSchedules = ReturnType<typeof buildModelsAndSchedules>;
 
-/** Every tools.execute: admission, policy, prompt, run and record (sessions/tool-pipeline.ts). */
+/** Every tools.execute: admission, policy, prompt, run and record (sessions/pipeline/tool-pipeline.ts). */
 export function buildToolPipeline(
   deps: CoreDeps & { stores: Stores; supervision: Supervision; metrics: HostMetrics; maxPayload: number },
 ) {

@@ -9,7 +9,7 @@ import type { Clock } from "../clock.ts";
 import type { HostConfig } from "../host-config.ts";
 import type { HttpListener } from "../http-listener.ts";
 import type { DrainGate } from "../bus/drain-gate.ts";
-import { announceEndedWork } from "../sessions/fence-announce.ts";
+import { announceEndedWork } from "../sessions/events/fence-announce.ts";
 import type { Db } from "../store/db.ts";
 import type { startHostLiveness } from "../store/host-liveness.ts";
 import { type FenceReport, runStopFence } from "../store/startup-fence.ts";

@@ -1,8 +1,8 @@
 // The prompt and tools of each mode and turn kind: the sentences each prompt must say, the tools exactly
 // the TOOLS table's offer (plugins in Agent only), and the bounded project instructions.
 import { describe, expect, it } from "vitest";
-import { offeredTools, TOOLS } from "../../../machines/tool-policy.ts";
-import type { ToolSpec } from "../../protocol/schemas.ts";
+import { offeredTools, TOOLS } from "../../../../machines/tool-policy.ts";
+import type { ToolSpec } from "../../../protocol/schemas.ts";
 import {
   boundInstructions,
   buildSystemPrompt,

@@ -7,11 +7,11 @@ import {
   type StepInput,
   type StepOutput,
   sessionMachine,
-} from "../../../machines/session.machine.ts";
-import type { Clock } from "../clock.ts";
+} from "../../../../machines/session.machine.ts";
+import type { Clock } from "../../clock.ts";
 import type { FaultInjector } from "./fault-injector.ts";
 import type { SessionActors } from "./session-actors.ts";
-import type { TurnDispatcher } from "./turn-dispatcher.ts";
+import type { TurnDispatcher } from "../turns/turn-dispatcher.ts";
 
 export interface SessionMachineDeps {
   steps: SessionActors;

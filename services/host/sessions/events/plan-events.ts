@@ -1,8 +1,8 @@
 // The plan event bodies written in more than one place, once: the proposal as the wire shows it (no
 // workspace root, owner or approvers) and the "interrupted" plan.changed body (abort, fence, refused claim).
-import type { EventBodies } from "../../protocol/events.ts";
-import type { OperatingMode, ProposalView } from "../../protocol/schemas.ts";
-import { planningStateOf } from "../store/session-facts.ts";
+import type { EventBodies } from "../../../protocol/events.ts";
+import type { OperatingMode, ProposalView } from "../../../protocol/schemas.ts";
+import { planningStateOf } from "../../store/session-facts.ts";
 import type { Audience } from "./event-publisher.ts";
 
 /** A proposal row as the store reads it, with the session's people and workspace. */

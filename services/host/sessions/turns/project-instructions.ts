@@ -5,7 +5,7 @@
 // the recorded root: metadata, never content), so a workspace without one starts no file helper.
 import { lstat } from "node:fs/promises";
 import path from "node:path";
-import type { ToolRunner } from "../tools/tool-runner.ts";
+import type { ToolRunner } from "../../tools/tool-runner.ts";
 
 export const INSTRUCTIONS_FILE = "AGENTS.md";
 

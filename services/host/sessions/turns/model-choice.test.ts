@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { AppError } from "../../protocol/app-error.ts";
+import { AppError } from "../../../protocol/app-error.ts";
 import { createModelChoice, parseDefaultModel } from "./model-choice.ts";
 
 const code = (fn: () => unknown) => {

@@ -5,11 +5,11 @@
 // `message` event is the record. The recipients are read at each flush, so a removed approver
 // stops receiving at once.
 import type { NatsConnection } from "@nats-io/nats-core";
-import { MAX_DELTA_CHARS } from "../../protocol/agent-schemas.ts";
-import { encodeJson } from "../../protocol/envelope.ts";
-import { errorFields, type Logger } from "../../protocol/log.ts";
-import { liveSubject } from "../../protocol/subjects.ts";
-import type { Clock } from "../clock.ts";
+import { MAX_DELTA_CHARS } from "../../../protocol/agent-schemas.ts";
+import { encodeJson } from "../../../protocol/envelope.ts";
+import { errorFields, type Logger } from "../../../protocol/log.ts";
+import { liveSubject } from "../../../protocol/subjects.ts";
+import type { Clock } from "../../clock.ts";
 import type { Audience } from "./event-publisher.ts";
 
 export const LIVE_INTERVAL_MS = 100;

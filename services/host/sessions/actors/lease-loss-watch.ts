@@ -1,7 +1,7 @@
 // A session whose write was refused SESSION_LEASE_LOST is owned by another host now: the supervisor
 // drops its actor (session-supervisor.ts). This wraps the actor's steps so that every such refusal is
 // reported, even one the machine handles itself.
-import { isLeaseLost } from "../store/db.ts";
+import { isLeaseLost } from "../../store/db.ts";
 
 /**
  * The steps, each of whose failures with SESSION_LEASE_LOST (PH002) is reported with its session

@@ -1,10 +1,10 @@
 // Permission prompts (docs/architecture.md, "Tools"): a `prompt` decision becomes a permission_requests
 // row, a `permission.requested` event and a wait on the host clock; exactly one of resolve, deadline and
 // turn abort settles it (a conditional UPDATE). Waiters live in memory; the startup fence denies the rest.
-import { AppError } from "../../protocol/app-error.ts";
-import type { ErrorCode } from "../../protocol/error-codes.ts";
-import type { Logger } from "../../protocol/log.ts";
-import { boundPage } from "../store/bounded-page.ts";
+import { AppError } from "../../../protocol/app-error.ts";
+import type { ErrorCode } from "../../../protocol/error-codes.ts";
+import type { Logger } from "../../../protocol/log.ts";
+import { boundPage } from "../../store/bounded-page.ts";
 import type {
   PermissionDecision,
   PermissionRequestList,
@@ -12,12 +12,12 @@ import type {
   PermissionRisk,
   PermissionsPendingParams,
   PermissionsResolveParams,
-} from "../../protocol/permission-schemas.ts";
-import { appendAudit } from "../store/audit-log.ts";
-import type { Clock, TimerHandle } from "../clock.ts";
-import { type Db, withTransaction } from "../store/db.ts";
-import type { Audience, EventPublisher } from "./event-publisher.ts";
-import { newId } from "../ids.ts";
+} from "../../../protocol/permission-schemas.ts";
+import { appendAudit } from "../../store/audit-log.ts";
+import type { Clock, TimerHandle } from "../../clock.ts";
+import { type Db, withTransaction } from "../../store/db.ts";
+import type { Audience, EventPublisher } from "../events/event-publisher.ts";
+import { newId } from "../../ids.ts";
 import {
   answerRequest,
   denyPendingRequest,
@@ -25,8 +25,8 @@ import {
   lockRequestForAnswer,
   type PermissionRequestRow,
   pendingRequestsFor,
-} from "../store/permission-requests.ts";
-import { canAccess } from "../store/session-store.ts";
+} from "../../store/permission-requests.ts";
+import { canAccess } from "../../store/session-store.ts";
 
 export type GateOutcome =
   | { kind: "allow"; decision: "allow-once" | "allow-session"; principal: string }

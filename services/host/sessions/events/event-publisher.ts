@@ -5,12 +5,17 @@
 // session actor only passes through (machine-state.ts) is published live and not stored.
 import { AsyncLocalStorage } from "node:async_hooks";
 import type { NatsConnection } from "@nats-io/nats-core";
-import { encodeJson } from "../../protocol/envelope.ts";
-import type { EventBodies, EventType } from "../../protocol/events.ts";
-import { errorFields, type Logger } from "../../protocol/log.ts";
-import { eventSubject } from "../../protocol/subjects.ts";
-import type { Clock, TimerHandle } from "../clock.ts";
-import { type AppendedEvent, type EventStore, storedBody, type WrittenEvent } from "../store/event-store.ts";
+import { encodeJson } from "../../../protocol/envelope.ts";
+import type { EventBodies, EventType } from "../../../protocol/events.ts";
+import { errorFields, type Logger } from "../../../protocol/log.ts";
+import { eventSubject } from "../../../protocol/subjects.ts";
+import type { Clock, TimerHandle } from "../../clock.ts";
+import {
+  type AppendedEvent,
+  type EventStore,
+  storedBody,
+  type WrittenEvent,
+} from "../../store/event-store.ts";
 
 /** Room kept under max_payload for an event's subject and protocol line. */
 const EVENT_SLACK_BYTES = 16 * 1024;
@@ -34,7 +39,7 @@ interface Scope {
 
 /**
  * The row writer of one event: the store's own append, or a bigger statement that appends the event
- * with the rows it belongs to (the tool call's record: sessions/tool-pipeline.ts).
+ * with the rows it belongs to (the tool call's record: sessions/pipeline/tool-pipeline.ts).
  */
 export type EventWrite = () => Promise<AppendedEvent>;
 

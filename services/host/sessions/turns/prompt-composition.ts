@@ -1,8 +1,8 @@
 // The system prompt and the tools a turn is offered, per mode and turn kind, from the one TOOLS table of
 // machines/tool-policy.ts, with the project's own instructions (its AGENTS.md) appended. Pure: the
 // caller reads the instructions. Offering is not authorization: the host decides every call with the policy.
-import { offeredTools, TOOLS } from "../../../machines/tool-policy.ts";
-import type { OperatingMode, ToolSpec } from "../../protocol/schemas.ts";
+import { offeredTools, TOOLS } from "../../../../machines/tool-policy.ts";
+import type { OperatingMode, ToolSpec } from "../../../protocol/schemas.ts";
 
 /** Where the turn stands: an execution turn carries out a plan a person approved. */
 export interface PromptState {

@@ -1,8 +1,8 @@
 // How often one session's actor may fail before the session is degraded (SESSION_DEGRADED): more
 // than `maxRestarts` failures within `restartWindowMs` degrade it until the host restarts (in memory
 // on purpose: a host restart runs the fence, which ends whatever a degraded session held).
-import { AppError } from "../../protocol/app-error.ts";
-import type { Clock } from "../clock.ts";
+import { AppError } from "../../../protocol/app-error.ts";
+import type { Clock } from "../../clock.ts";
 
 /** A session whose actor failed past the restart bound: refused until the host restarts. */
 export interface DegradedSession {

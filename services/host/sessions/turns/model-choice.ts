@@ -5,8 +5,8 @@
 // deployment does not allow (PI_MODEL_PROVIDERS; the scripted test provider only in development mode
 // or when listed) is MODEL_NOT_CONFIGURED, and so is, once workers have been heard from, a model no
 // live worker serves with its key (its turns would wait forever).
-import { AppError } from "../../protocol/app-error.ts";
-import type { ModelConfig } from "../../protocol/schemas.ts";
+import { AppError } from "../../../protocol/app-error.ts";
+import type { ModelConfig } from "../../../protocol/schemas.ts";
 
 export const SCRIPTED_PROVIDER = "scripted";
 

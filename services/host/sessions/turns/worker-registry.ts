@@ -3,8 +3,8 @@
 // once, and one not heard from for WORKER_FORGET_MS is forgotten; a worker's requests (claim,
 // heartbeat, tool calls) count as heard too. models.list and workers.list answer from it. In memory:
 // after a restart the next hellos fill it again within a hello interval.
-import type { AgentHello } from "../../protocol/schemas.ts";
-import type { Clock } from "../clock.ts";
+import type { AgentHello } from "../../../protocol/schemas.ts";
+import type { Clock } from "../../clock.ts";
 
 export const WORKER_FORGET_MS = 90_000;
 /** A turn a worker named and that is not leased now is forgotten after this long. */

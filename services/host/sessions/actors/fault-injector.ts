@@ -1,7 +1,7 @@
 // Fault injection for tests (PI_TEST_HOOKS=1 only): fail the next N runs of a named
 // session-machine step, or hold the next run of a step until released (so a test can act while the
 // session is in that step). A failed step fails before it writes anything, like a lost database.
-import { AppError } from "../../protocol/app-error.ts";
+import { AppError } from "../../../protocol/app-error.ts";
 
 export function createFaultInjector() {
   const pending = new Map<string, number>();

@@ -1,15 +1,15 @@
 // The per-host scheduler: a loop on the host clock that claims due occurrences (one host wins each;
 // missed ones recorded, Plan tasks refused: schedule-claims.ts) and starts Agent runs as a new session
 // prompted through its actor. An unattended run's permission prompt is a denial (PERMISSION_REQUIRED).
-import { AppError } from "../../protocol/app-error.ts";
-import { errorFields, type Logger } from "../../protocol/log.ts";
-import { ok, type Result } from "../../protocol/result.ts";
-import type { ScheduledRunView } from "../../protocol/scheduling-schemas.ts";
-import type { Clock, TimerHandle } from "../clock.ts";
-import { type RunRow, runView, type ScheduleStore, type TaskRow } from "../store/schedule-store.ts";
-import type { SessionSupervisor } from "./session-supervisor.ts";
-import type { SessionStore } from "../store/session-store.ts";
-import type { ModelChoice } from "./model-choice.ts";
+import { AppError } from "../../../protocol/app-error.ts";
+import { errorFields, type Logger } from "../../../protocol/log.ts";
+import { ok, type Result } from "../../../protocol/result.ts";
+import type { ScheduledRunView } from "../../../protocol/scheduling-schemas.ts";
+import type { Clock, TimerHandle } from "../../clock.ts";
+import { type RunRow, runView, type ScheduleStore, type TaskRow } from "../../store/schedule-store.ts";
+import type { SessionSupervisor } from "../actors/session-supervisor.ts";
+import type { SessionStore } from "../../store/session-store.ts";
+import type { ModelChoice } from "../turns/model-choice.ts";
 
 export interface SchedulerDeps {
   clock: Clock;

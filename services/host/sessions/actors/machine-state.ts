@@ -3,7 +3,7 @@
 // that runs one of the machine's I/O steps (it has an `invoke`) is left as soon as that step ends:
 // it is published live and not stored; a resting state (idle, running, parked, queued) is stored.
 import type { StateValue } from "xstate";
-import { sessionMachine } from "../../../machines/session.machine.ts";
+import { sessionMachine } from "../../../../machines/session.machine.ts";
 
 /** The top-level states that invoke an I/O step, read from the machine's own definition. */
 const STEP_STATES: ReadonlySet<string> = new Set(

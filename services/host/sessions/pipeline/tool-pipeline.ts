@@ -7,29 +7,29 @@ import {
   decideTool,
   effectivePermission,
   riskOfTool,
-} from "../../../machines/tool-policy.ts";
-import { AppError } from "../../protocol/app-error.ts";
-import type { ErrorCode } from "../../protocol/error-codes.ts";
-import { toolResult } from "../../protocol/result.ts";
-import { sanitizeText } from "../../protocol/text-safety.ts";
-import type { ToolExecuteResult, ToolsExecuteParams } from "../../protocol/schemas.ts";
-import type { Clock } from "../clock.ts";
-import { appendAudit } from "../store/audit-log.ts";
-import type { Db } from "../store/db.ts";
-import { findPluginTool, pluginArgProblems } from "../store/plugin-store.ts";
-import type { ProjectStore } from "../store/project-store.ts";
-import type { SessionStore } from "../store/session-store.ts";
-import { readToolCallFacts, recordToolCall, startToolCall } from "../store/tool-call-store.ts";
-import type { PluginCaller } from "../tools/plugin-caller.ts";
-import type { ToolAborts } from "../tools/tool-aborts.ts";
-import type { ToolAdmission } from "../tools/tool-admission.ts";
-import type { ToolRunner } from "../tools/tool-runner.ts";
-import type { Audience, EventPublisher } from "./event-publisher.ts";
+} from "../../../../machines/tool-policy.ts";
+import { AppError } from "../../../protocol/app-error.ts";
+import type { ErrorCode } from "../../../protocol/error-codes.ts";
+import { toolResult } from "../../../protocol/result.ts";
+import { sanitizeText } from "../../../protocol/text-safety.ts";
+import type { ToolExecuteResult, ToolsExecuteParams } from "../../../protocol/schemas.ts";
+import type { Clock } from "../../clock.ts";
+import { appendAudit } from "../../store/audit-log.ts";
+import type { Db } from "../../store/db.ts";
+import { findPluginTool, pluginArgProblems } from "../../store/plugin-store.ts";
+import type { ProjectStore } from "../../store/project-store.ts";
+import type { SessionStore } from "../../store/session-store.ts";
+import { readToolCallFacts, recordToolCall, startToolCall } from "../../store/tool-call-store.ts";
+import type { PluginCaller } from "../../tools/plugin-caller.ts";
+import type { ToolAborts } from "../../tools/tool-aborts.ts";
+import type { ToolAdmission } from "../../tools/tool-admission.ts";
+import type { ToolRunner } from "../../tools/tool-runner.ts";
+import type { Audience, EventPublisher } from "../events/event-publisher.ts";
 import type { PermissionGate } from "./permission-gate.ts";
-import { boundToolResult } from "../../protocol/byte-bounds.ts";
-import type { SessionSupervisor } from "./session-supervisor.ts";
-import type { HostMetrics } from "../metrics.ts";
-import type { Lease, TurnDispatcher } from "./turn-dispatcher.ts";
+import { boundToolResult } from "../../../protocol/byte-bounds.ts";
+import type { SessionSupervisor } from "../actors/session-supervisor.ts";
+import type { HostMetrics } from "../../metrics.ts";
+import type { Lease, TurnDispatcher } from "../turns/turn-dispatcher.ts";
 
 export interface ToolPipelineDeps {
   db: Db;

@@ -1,16 +1,16 @@
 // The session machine's Plan steps (docs/architecture.md, "Plans"): EnterPlanMode, ExitPlanMode
 // (submit), plans.resolve and the approval deadline. Each commits in one transaction, then publishes.
-import type { StepOutput } from "../../../machines/session.machine.ts";
-import { AppError } from "../../protocol/app-error.ts";
-import type { PlansResolveParams, ProposalView, ToolExecuteResult } from "../../protocol/schemas.ts";
-import type { Clock } from "../clock.ts";
-import { appendAudit } from "../store/audit-log.ts";
-import { type Db, withTransaction } from "../store/db.ts";
-import type { PlanStore } from "../store/plan-store.ts";
-import type { StoredSessionView } from "../store/session-store.ts";
-import { enterPlanMode } from "../store/session-facts.ts";
-import type { Audience, EventPublisher } from "./event-publisher.ts";
-import { buildSystemPrompt, buildTools, type PromptContext } from "./prompt-composition.ts";
+import type { StepOutput } from "../../../../machines/session.machine.ts";
+import { AppError } from "../../../protocol/app-error.ts";
+import type { PlansResolveParams, ProposalView, ToolExecuteResult } from "../../../protocol/schemas.ts";
+import type { Clock } from "../../clock.ts";
+import { appendAudit } from "../../store/audit-log.ts";
+import { type Db, withTransaction } from "../../store/db.ts";
+import type { PlanStore } from "../../store/plan-store.ts";
+import type { StoredSessionView } from "../../store/session-store.ts";
+import { enterPlanMode } from "../../store/session-facts.ts";
+import type { Audience, EventPublisher } from "../events/event-publisher.ts";
+import { buildSystemPrompt, buildTools, type PromptContext } from "../turns/prompt-composition.ts";
 
 export interface PlanActorDeps {
   db: Db;

@@ -3,12 +3,12 @@
 // degraded (SESSION_DEGRADED) until the host restarts. Idle actors are passivated. Each new state value
 // of an actor is published as `machine.state` ("passivated" once a session is left without one).
 import { type Actor, createActor, type SnapshotFrom, waitFor } from "xstate";
-import type { Reply, SessionEvent } from "../../../machines/session.machine.ts";
-import { AppError } from "../../protocol/app-error.ts";
-import { errorFields, type Logger } from "../../protocol/log.ts";
-import { appendAudit } from "../store/audit-log.ts";
-import { isLeaseLost } from "../store/db.ts";
-import { leaseOf } from "../store/session-leases.ts";
+import type { Reply, SessionEvent } from "../../../../machines/session.machine.ts";
+import { AppError } from "../../../protocol/app-error.ts";
+import { errorFields, type Logger } from "../../../protocol/log.ts";
+import { appendAudit } from "../../store/audit-log.ts";
+import { isLeaseLost } from "../../store/db.ts";
+import { leaseOf } from "../../store/session-leases.ts";
 import type { FaultInjector } from "./fault-injector.ts";
 import { watchLeaseLoss } from "./lease-loss-watch.ts";
 import { isStepState, PASSIVATED, stateValueString } from "./machine-state.ts";

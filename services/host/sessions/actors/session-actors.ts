@@ -8,29 +8,29 @@ import type {
   SessionFacts,
   StepOutput,
   TurnEndStatus,
-} from "../../../machines/session.machine.ts";
-import { AppError } from "../../protocol/app-error.ts";
-import type { ErrorCode } from "../../protocol/error-codes.ts";
-import type { ProposalView, TurnAssignment } from "../../protocol/schemas.ts";
-import type { Clock } from "../clock.ts";
-import { appendAudit } from "../store/audit-log.ts";
-import { auditApproversAdded } from "../store/project-members.ts";
-import { type Db, withTransaction } from "../store/db.ts";
-import type { PlanStore } from "../store/plan-store.ts";
-import { pluginToolSpecs } from "../store/plugin-store.ts";
+} from "../../../../machines/session.machine.ts";
+import { AppError } from "../../../protocol/app-error.ts";
+import type { ErrorCode } from "../../../protocol/error-codes.ts";
+import type { ProposalView, TurnAssignment } from "../../../protocol/schemas.ts";
+import type { Clock } from "../../clock.ts";
+import { appendAudit } from "../../store/audit-log.ts";
+import { auditApproversAdded } from "../../store/project-members.ts";
+import { type Db, withTransaction } from "../../store/db.ts";
+import type { PlanStore } from "../../store/plan-store.ts";
+import { pluginToolSpecs } from "../../store/plugin-store.ts";
 import {
   readSessionFacts,
   type SessionChanges,
   sessionBusy,
   updateSessionConfig,
-} from "../store/session-facts.ts";
-import type { SessionStore } from "../store/session-store.ts";
-import type { Audience, EventPublisher } from "./event-publisher.ts";
+} from "../../store/session-facts.ts";
+import type { SessionStore } from "../../store/session-store.ts";
+import type { Audience, EventPublisher } from "../events/event-publisher.ts";
 import { createPlanActors } from "./plan-actors.ts";
-import { interruptedPlanChanged } from "./plan-events.ts";
-import type { ReadProjectInstructions } from "./project-instructions.ts";
-import { buildSystemPrompt, buildTools, type PromptContext } from "./prompt-composition.ts";
-import type { TurnDispatcher } from "./turn-dispatcher.ts";
+import { interruptedPlanChanged } from "../events/plan-events.ts";
+import type { ReadProjectInstructions } from "../turns/project-instructions.ts";
+import { buildSystemPrompt, buildTools, type PromptContext } from "../turns/prompt-composition.ts";
+import type { TurnDispatcher } from "../turns/turn-dispatcher.ts";
 
 export interface SessionActorDeps {
   db: Db;
