@@ -62,11 +62,11 @@ const config = {
     {
       name: "host-top-below-rooms",
       comment:
-        "services/host/*.ts (clock, ids, cron-schedule) may be imported by every room, so they import no room; main.ts and the create-database.ts entry import anything, host-config.ts the rooms' readers of the environment.",
+        "services/host/*.ts (clock, ids, cron-schedule) may be imported by every room, so they import no room; main.ts and the create-db-main.ts entry import anything, host-config.ts the rooms' readers of the environment.",
       severity: "error",
       from: {
         path: "^services/host/[^/]+\\.ts$",
-        pathNot: ["^services/host/(main|host-config|create-database)\\.ts$", TESTS],
+        pathNot: ["^services/host/(main|host-config|create-db-main)\\.ts$", TESTS],
       },
       to: { path: "^services/host/(bus|sessions|store|tools)/" },
     },

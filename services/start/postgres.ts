@@ -65,13 +65,13 @@ function withDatabase(url: string, database: string): string {
 
 /**
  * Creates `name` on the server of adminUrl unless it exists, within ~1 s to connect. The SQL is the
- * host's (services/host/create-database.ts, run as its own process: service folders share no code).
+ * host's (services/host/create-db-main.ts, run as its own process: service folders share no code).
  */
 function ensureDatabase(adminUrl: string, name: string): Promise<void> {
   return new Promise((resolve, reject) => {
     execFile(
       TSX,
-      [path.join(REPO_ROOT, "services/host/create-database.ts")],
+      [path.join(REPO_ROOT, "services/host/create-db-main.ts")],
       {
         env: {
           PATH: process.env.PATH ?? "",
