@@ -1,7 +1,7 @@
 // The layering of docs/architecture.md, checked by `npm run lint:deps` (part of `npm test`), which runs
 // this file: dependency-cruiser's CLI refuses Node 20, its API does not. Type-only imports are seen
 // (tsPreCompilationDeps): `import type` is a dependency unless a rule says otherwise.
-/** Service folders: one deployable process each; they share services/protocol only. */
+/** Service folders: one deployable process each; they share services/protocol and services/runtime only. */
 const SERVICE = "^services/(host|agent|cli|start|tools|web)/";
 /** pg and the migration runner: the database is reached through services/host/store only. */
 const PG = "^node_modules/(pg|pg-pool|@types/pg|node-pg-migrate)/";
@@ -39,6 +39,21 @@ const config = {
       to: { path: SERVICE },
     },
     {
+      name: "runtime-standalone",
+      comment:
+        "services/runtime/ (logging, environment and config-file reading, secret redaction) is shared by every process: it imports no service folder, and the wire contract does not import it.",
+      severity: "error",
+      from: { path: "^services/runtime/" },
+      to: { path: SERVICE },
+    },
+    {
+      name: "protocol-not-runtime",
+      comment: "services/protocol/ is the wire contract only: the browser console imports it, so it takes nothing of a process's runtime.",
+      severity: "error",
+      from: { path: "^services/protocol/" },
+      to: { path: "^services/runtime/" },
+    },
+    {
       name: "protocol-machines-types-only",
       comment: "services/protocol/ takes only types from machines/.",
       severity: "error",
@@ -47,7 +62,7 @@ const config = {
     },
     {
       name: "services-apart",
-      comment: "No service folder imports another; they share services/protocol/ only.",
+      comment: "No service folder imports another; they share services/protocol/ and services/runtime/ only.",
       severity: "error",
       from: { path: SERVICE },
       to: { path: SERVICE, pathNot: "^services/$1/" },

@@ -13,7 +13,7 @@ import {
   sessionMachine,
   type StepOutput,
 } from "../machines/session.machine.ts";
-import type { Logger } from "../services/protocol/log.ts";
+import type { Logger } from "../services/runtime/log.ts";
 import { createClock } from "../services/host/clock.ts";
 import { createDb } from "../services/host/store/db.ts";
 import type { EventPublisher } from "../services/host/sessions/events/event-publisher.ts";

@@ -16,7 +16,7 @@ import { migrateUp } from "../services/host/store/migrate.ts";
 import { createPlanStore } from "../services/host/store/plan-store.ts";
 import { createSessionStore } from "../services/host/store/session-store.ts";
 import { runStartupFence } from "../services/host/store/startup-fence.ts";
-import type { Logger } from "../services/protocol/log.ts";
+import type { Logger } from "../services/runtime/log.ts";
 import { connectNats } from "../tests/support/test-nats.ts";
 import { createTestDatabase } from "../tests/support/test-db.ts";
 import { stats, time } from "./bench-support.ts";

@@ -11,7 +11,7 @@ import { createEventStore } from "../services/host/store/event-store.ts";
 import { migrateUp } from "../services/host/store/migrate.ts";
 import type { EndedWork } from "../services/host/store/startup-fence.ts";
 import { decodeJson } from "../services/protocol/envelope.ts";
-import type { Logger } from "../services/protocol/log.ts";
+import type { Logger } from "../services/runtime/log.ts";
 import { connectNats, uniquePrefix } from "./support/test-nats.ts";
 import { createTestDatabase, type TestDatabase } from "./support/test-db.ts";
 import { eventually } from "./support/stack.ts";

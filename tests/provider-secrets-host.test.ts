@@ -6,7 +6,7 @@
 import { describe, expect, it } from "vitest";
 import type { AuditPage } from "../services/protocol/audit-schemas.ts";
 import type { ProjectView, SessionView } from "../services/protocol/schemas.ts";
-import { REDACTED } from "../services/protocol/secret-redaction.ts";
+import { REDACTED } from "../services/runtime/secret-redaction.ts";
 import { rows, turnEnded } from "./support/plans.ts";
 import { addMembers } from "./support/stack.ts";
 import { useStack } from "./support/stack-fixture.ts";

@@ -11,7 +11,7 @@ import { afterAll, describe, expect, it } from "vitest";
 import type { AuditPage } from "../services/protocol/audit-schemas.ts";
 import type { SessionEvent } from "../services/protocol/events.ts";
 import type { ProjectView, SessionView } from "../services/protocol/schemas.ts";
-import { REDACTED } from "../services/protocol/secret-redaction.ts";
+import { REDACTED } from "../services/runtime/secret-redaction.ts";
 import { type FakeProvider, startFakeAnthropic, startFakeOpenAI } from "./support/fake-providers.ts";
 import { rows, turnEnded } from "./support/plans.ts";
 import { addMembers } from "./support/stack.ts";

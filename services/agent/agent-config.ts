@@ -1,7 +1,7 @@
 // The agent worker's configuration, read once from the environment (docs/operations.md lists every
 // variable). Like the host it refuses to start without NATS credentials or an explicit dev mode.
 import { randomBytes } from "node:crypto";
-import { type BusEnv, DEFAULT_NATS_URL, positiveIntEnv, readBusEnv } from "../protocol/process-env.ts";
+import { type BusEnv, DEFAULT_NATS_URL, positiveIntEnv, readBusEnv } from "../runtime/process-env.ts";
 import { SUBJECT_TOKEN } from "../protocol/subjects.ts";
 import { loadModelsConfig, type ModelRegistry } from "./models-config.ts";
 

@@ -2,7 +2,7 @@
 // concurrency, runs each claimed turn once, and on stop aborts and drains what it runs.
 import type { MsgHdrs, NatsConnection, Subscription } from "@nats-io/nats-core";
 import { isAppError } from "../protocol/app-error.ts";
-import { currentRequestId, errorFields, type Logger, newRequestId, withRequestId } from "../protocol/log.ts";
+import { currentRequestId, errorFields, type Logger, newRequestId, withRequestId } from "../runtime/log.ts";
 import { acceptRequestId, agentClient, REQUEST_ID_HEADER } from "../protocol/rpc-client.ts";
 import { decodeJson } from "../protocol/envelope.ts";
 import { decodeParams, type TurnAssignment, TurnOffer } from "../protocol/schemas.ts";

@@ -1,7 +1,7 @@
 // Entry point of the agent worker process: reads the environment, connects to NATS, serves turns
 // until SIGTERM/SIGINT, then stops taking offers, aborts and drains its turns and exits 0.
 import { connect } from "@nats-io/transport-node";
-import { errorFields, createLogger } from "../protocol/log.ts";
+import { errorFields, createLogger } from "../runtime/log.ts";
 import { type AgentWorkerConfig, readAgentConfig } from "./agent-config.ts";
 import { createAgentWorker } from "./agent-worker.ts";
 import { inboxPrefix } from "../protocol/subjects.ts";

@@ -13,7 +13,7 @@ import {
   type KnownProvider,
   type Model,
 } from "@mariozechner/pi-ai";
-import { type Fail, isMapping, list, mapping, show, token } from "../protocol/config-fields.ts";
+import { type Fail, isMapping, list, mapping, show, token } from "../runtime/config-fields.ts";
 import { SCRIPTED_PROVIDER } from "./scripted-provider.ts";
 
 /** The wire APIs pi-ai 0.73 implements (its `KnownApi`); `api` in the file must be one of them. */

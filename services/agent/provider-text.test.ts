@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { REDACTED } from "../protocol/secret-redaction.ts";
+import { REDACTED } from "../runtime/secret-redaction.ts";
 import { classifyProviderFailure } from "./provider-errors.ts";
 import { providerTextRedactor, withoutProviderSecrets } from "./provider-text.ts";
 

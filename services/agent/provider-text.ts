@@ -1,8 +1,8 @@
 // What of a provider's words leaves the worker (docs/models.md "What never leaves the worker"): the
 // text of a failed call, in turn.end's `error` and in the failed message's `errorMessage` and
 // `diagnostics`, loses every configured key and header value and every credential shape
-// (protocol/secret-redaction.ts). The model's own content is its work and is sent as it is.
-import { redactSecrets } from "../protocol/secret-redaction.ts";
+// (runtime/secret-redaction.ts). The model's own content is its work and is sent as it is.
+import { redactSecrets } from "../runtime/secret-redaction.ts";
 
 export type Redact = (text: string) => string;
 

@@ -4,7 +4,7 @@ import { Agent, type AgentMessage, type AgentTool, type StreamFn } from "@marioz
 import { type Api, type Model, streamSimple } from "@mariozechner/pi-ai";
 import type { NatsConnection, Subscription } from "@nats-io/nats-core";
 import { isAppError } from "../protocol/app-error.ts";
-import { errorFields, type Logger } from "../protocol/log.ts";
+import { errorFields, type Logger } from "../runtime/log.ts";
 import type { TypedAgentClient } from "../protocol/rpc-client.ts";
 import type { OperatingMode, ToolExecuteResult, ToolSpec, TurnAssignment } from "../protocol/schemas.ts";
 import { turnCancelSubject } from "../protocol/subjects.ts";

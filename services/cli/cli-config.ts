@@ -1,6 +1,6 @@
 // The CLI's configuration, read from the environment once per run. Pure: the caller passes the
 // environment and the OS user name, so tests need neither.
-import { DEFAULT_NATS_URL } from "../protocol/process-env.ts";
+import { DEFAULT_NATS_URL } from "../runtime/process-env.ts";
 import { PREFIX_TOKEN, SUBJECT_TOKEN } from "../protocol/tokens.ts";
 import { UsageError } from "./cli-error.ts";
 

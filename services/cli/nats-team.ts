@@ -4,7 +4,7 @@
 import { parseDocument } from "yaml";
 import { PREFIX_TOKEN } from "../protocol/tokens.ts";
 import { UsageError } from "./cli-error.ts";
-import { type Fail, isMapping, list, mapping, show, token } from "../protocol/config-fields.ts";
+import { type Fail, isMapping, list, mapping, show, token } from "../runtime/config-fields.ts";
 
 export interface Team {
   /** The subject prefix (`PI_PREFIX`). */

@@ -3,7 +3,7 @@
 import { readFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { DEFAULT_NATS_URL, positiveIntEnv, readBusEnv } from "../protocol/process-env.ts";
+import { DEFAULT_NATS_URL, positiveIntEnv, readBusEnv } from "../runtime/process-env.ts";
 import { SUBJECT_TOKEN } from "../protocol/subjects.ts";
 import {
   openAccess,

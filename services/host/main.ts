@@ -3,7 +3,7 @@
 // is a function of services/host/wiring/. Development mode (no NATS auth) is explicit and announced.
 import { readFileSync } from "node:fs";
 import path from "node:path";
-import { createLogger, errorFields } from "../protocol/log.ts";
+import { createLogger, errorFields } from "../runtime/log.ts";
 import { agentSubject } from "../protocol/subjects.ts";
 import { createClock } from "./clock.ts";
 import { readHostConfig } from "./host-config.ts";

@@ -6,7 +6,7 @@ import { type ChildProcess, spawn } from "node:child_process";
 import fs, { existsSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import { createLogger, errorFields } from "../protocol/log.ts";
+import { createLogger, errorFields } from "../runtime/log.ts";
 import { probeUrlsFromEnv, redactUrl, resolveNats, resolvePostgres } from "./infra.ts";
 import { chooseWebPort, consoleSocket, startWebConsole, WEB_CONFIG_FILE, webOrigins } from "./web-console.ts";
 

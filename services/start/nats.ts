@@ -6,7 +6,7 @@ import { constants as fsConstants } from "node:fs";
 import fs from "node:fs/promises";
 import path from "node:path";
 import { connect } from "@nats-io/transport-node";
-import type { Logger } from "../protocol/log.ts";
+import type { Logger } from "../runtime/log.ts";
 import {
   freeLoopbackPort,
   noop,

@@ -8,7 +8,7 @@ import { createRequire } from "node:module";
 import os from "node:os";
 import path from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
-import type { Logger } from "../protocol/log.ts";
+import type { Logger } from "../runtime/log.ts";
 import {
   freeLoopbackPort,
   noop,

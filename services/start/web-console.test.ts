@@ -1,7 +1,7 @@
 // The console's port, origins and WebSocket URL as `npm start` chooses them, and the spawned NATS's
 // configuration (WebSocket on loopback with exactly the console's origins, or none at all).
 import { describe, expect, it } from "vitest";
-import { createLogger } from "../protocol/log.ts";
+import { createLogger } from "../runtime/log.ts";
 import { spawnedNatsConfig } from "./nats.ts";
 import { noop } from "./resolved-service.ts";
 import { chooseWebPort, consoleSocket, DEFAULT_WEB_PORT, webOrigins } from "./web-console.ts";

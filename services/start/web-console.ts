@@ -5,7 +5,7 @@ import { existsSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { stripVTControlCharacters } from "node:util";
-import type { Logger } from "../protocol/log.ts";
+import type { Logger } from "../runtime/log.ts";
 import type { ResolvedNats } from "./nats.ts";
 import { freeLoopbackPort, redactUrl } from "./resolved-service.ts";
 

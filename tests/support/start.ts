@@ -4,7 +4,7 @@
 import { chmodSync, mkdtempSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { createLogger } from "../../services/protocol/log.ts";
+import { createLogger } from "../../services/runtime/log.ts";
 
 export function dataDirs() {
   const dirs: string[] = [];

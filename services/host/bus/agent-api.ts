@@ -4,7 +4,7 @@
 import { AppError } from "../../protocol/app-error.ts";
 import { type BodyParts, createBodyParts } from "./body-parts.ts";
 import type { Clock } from "../clock.ts";
-import { redactSecrets } from "../../protocol/secret-redaction.ts";
+import { redactSecrets } from "../../runtime/secret-redaction.ts";
 import { sanitizeText, unsafeTextPath } from "../../protocol/text-safety.ts";
 import {
   AppendParams,

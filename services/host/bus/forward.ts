@@ -5,9 +5,9 @@
 import { headers, type Msg, type MsgHdrs, type NatsConnection, nuid } from "@nats-io/nats-core";
 import { ServiceErrorCodeHeader, ServiceErrorHeader, type ServiceMsg } from "@nats-io/services";
 import { AppError } from "../../protocol/app-error.ts";
-import { currentRequestId, errorFields, type Logger } from "../../protocol/log.ts";
+import { currentRequestId, errorFields, type Logger } from "../../runtime/log.ts";
 import type { MethodSpec } from "../../protocol/methods.ts";
-import { positiveIntEnv } from "../../protocol/process-env.ts";
+import { positiveIntEnv } from "../../runtime/process-env.ts";
 import { REQUEST_ID_HEADER, TIMEOUT_HEADER } from "../../protocol/rpc-client.ts";
 import { hostForwardReplySubject, hostForwardSubject, SUBJECT_TOKEN } from "../../protocol/subjects.ts";
 import type { HostState } from "../store/session-leases.ts";

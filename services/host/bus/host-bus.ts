@@ -6,7 +6,7 @@ import type { Msg, NatsConnection, SubscriptionOptions } from "@nats-io/nats-cor
 import { type Service, type ServiceMsg, Svcm } from "@nats-io/services";
 import { AppError } from "../../protocol/app-error.ts";
 import { decodeJson } from "../../protocol/envelope.ts";
-import { errorFields, type Logger, newRequestId, withRequestId } from "../../protocol/log.ts";
+import { errorFields, type Logger, newRequestId, withRequestId } from "../../runtime/log.ts";
 import { AGENT_METHODS, type ClientMethod, type MethodSpec, methodSpec } from "../../protocol/methods.ts";
 import { acceptRequestId, REQUEST_ID_HEADER } from "../../protocol/rpc-client.ts";
 import { AgentHello, decodeParams } from "../../protocol/schemas.ts";

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { createClock } from "../clock.ts";
-import { createLogger } from "../../protocol/log.ts";
+import { createLogger } from "../../runtime/log.ts";
 import { REFUSALS_AUDITED_PER_MINUTE, createRefusalRecorder, replyRefusal } from "./reply-rules.ts";
 
 describe("replyRefusal: the host answers only the caller's own inbox", () => {

@@ -3,7 +3,7 @@
 // shared `_INBOX.` of clients that set no prefix is answered too. Anything else (no reply subject,
 // `$JS.API...`, another person's event subject, a worker's cancel subject, another caller's inbox)
 // is not served at all and is audited here, at most REFUSALS_AUDITED_PER_MINUTE rows per caller.
-import { errorFields, type Logger } from "../../protocol/log.ts";
+import { errorFields, type Logger } from "../../runtime/log.ts";
 import { inboxPrefix, SHARED_INBOX_PREFIX, SUBJECT_TOKEN } from "../../protocol/subjects.ts";
 import type { Clock } from "../clock.ts";
 

@@ -4,7 +4,7 @@ import { ServiceErrorCodeHeader, ServiceErrorHeader, type ServiceMsg } from "@na
 import { describe, expect, it } from "vitest";
 import { AppError } from "../../protocol/app-error.ts";
 import { decodeJson } from "../../protocol/envelope.ts";
-import type { Logger } from "../../protocol/log.ts";
+import type { Logger } from "../../runtime/log.ts";
 import { ok, refuse } from "../../protocol/result.ts";
 import { createReplier } from "./reply.ts";
 

@@ -6,7 +6,7 @@ import type { Endpoint, ServiceMsg } from "@nats-io/services";
 import { AppError } from "../../protocol/app-error.ts";
 import { errorBody, okReply } from "../../protocol/envelope.ts";
 import type { ErrorCode } from "../../protocol/error-codes.ts";
-import { currentRequestId, errorFields, type Logger } from "../../protocol/log.ts";
+import { currentRequestId, errorFields, type Logger } from "../../runtime/log.ts";
 import { REQUEST_ID_HEADER } from "../../protocol/rpc-client.ts";
 import { type Refusal, refusalError } from "../../protocol/result.ts";
 import { serviceErrorStatus } from "../../protocol/service-errors.ts";

@@ -3,7 +3,7 @@
 // lease measured on the observer's own clock, never by comparing timestamps another host wrote (its
 // clock may be skewed). A `stopped` host (clean shutdown) is dead at once. The pure core is
 // `createLivenessObserver`; the rest reads and writes the rows and runs the timer.
-import { errorFields, type Logger } from "../../protocol/log.ts";
+import { errorFields, type Logger } from "../../runtime/log.ts";
 import type { Clock, TimerHandle } from "../clock.ts";
 import type { Db } from "./db.ts";
 import type { HostState } from "./session-leases.ts";

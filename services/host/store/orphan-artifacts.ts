@@ -4,7 +4,7 @@
 // only reports, it never removes anything.
 // The listing of each workspace's `.pi/plan` comes from the caller (the sandboxed file helper):
 // this scan never opens a workspace folder itself.
-import type { Logger } from "../../protocol/log.ts";
+import type { Logger } from "../../runtime/log.ts";
 import type { Db } from "./db.ts";
 import { PLAN_DIR } from "./plan-artifact.ts";
 

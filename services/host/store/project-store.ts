@@ -7,7 +7,7 @@
 import { promises as fs } from "node:fs";
 import path from "node:path";
 import { AppError } from "../../protocol/app-error.ts";
-import type { Logger } from "../../protocol/log.ts";
+import type { Logger } from "../../runtime/log.ts";
 import { ADVISORY_LOCKS } from "./advisory-locks.ts";
 import { boundPage } from "./bounded-page.ts";
 import {

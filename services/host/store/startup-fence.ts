@@ -2,7 +2,7 @@
 // one transaction ends what earlier incarnations of this host id left, in this host's own sessions
 // only, and makes this one current. Other hosts' sessions are taken over by liveness (takeover.ts).
 import { AppError } from "../../protocol/app-error.ts";
-import type { Logger } from "../../protocol/log.ts";
+import type { Logger } from "../../runtime/log.ts";
 import type { Clock } from "../clock.ts";
 import { ADVISORY_LOCKS } from "./advisory-locks.ts";
 import { type Db, type Tx, withTransaction } from "./db.ts";

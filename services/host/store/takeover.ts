@@ -1,7 +1,7 @@
 // Taking a dead host's sessions over (docs/architecture.md "Several hosts"): one transaction in the
 // taker's own (write-fenced) pool that fences the dead host and makes its sessions the taker's.
 // Which hosts are dead is host-liveness.ts's; announcing what ended is fence-announce.ts's.
-import type { Logger } from "../../protocol/log.ts";
+import type { Logger } from "../../runtime/log.ts";
 import type { Clock } from "../clock.ts";
 import { ADVISORY_LOCKS } from "./advisory-locks.ts";
 import { type Db, withTransaction } from "./db.ts";

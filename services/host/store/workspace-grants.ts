@@ -4,7 +4,7 @@
 import path from "node:path";
 import { parseDocument } from "yaml";
 import { SUBJECT_TOKEN } from "../../protocol/tokens.ts";
-import { type Fail, list, mapping, show, token } from "../../protocol/config-fields.ts";
+import { type Fail, list, mapping, show, token } from "../../runtime/config-fields.ts";
 
 /** Stands for the caller's principal in a granted folder (`/srv/work/{principal}`). */
 export const PRINCIPAL_PLACEHOLDER = "{principal}";

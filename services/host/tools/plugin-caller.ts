@@ -2,7 +2,7 @@
 // sends a call only after its policy allowed it. Any fault of the plugin is a refusal value.
 import { headers, type NatsConnection } from "@nats-io/nats-core";
 import { decodeJson, encodeJson } from "../../protocol/envelope.ts";
-import { currentRequestId } from "../../protocol/log.ts";
+import { currentRequestId } from "../../runtime/log.ts";
 import type { PluginCallRequest } from "../../protocol/plugin-schemas.ts";
 import type { ToolExecuteResult } from "../../protocol/schemas.ts";
 import { toolResult } from "../../protocol/result.ts";

@@ -4,7 +4,7 @@
 // server that checks no credentials is refused before anything else is touched.
 import type { NatsConnection } from "@nats-io/nats-core";
 import { connect } from "@nats-io/transport-node";
-import type { Logger } from "../../protocol/log.ts";
+import type { Logger } from "../../runtime/log.ts";
 import { inboxPrefix } from "../../protocol/subjects.ts";
 import type { HostConfig } from "../host-config.ts";
 

@@ -2,8 +2,8 @@
 // checked and migrated, a live process of the same host id is waited out or refused
 // (HOST_ID_IN_USE, exit 2), and the startup fence ends what an earlier incarnation left running.
 // Then the writer pool carrying this incarnation, which refuses every write once it is superseded.
-import type { Logger } from "../../protocol/log.ts";
-import { errorFields } from "../../protocol/log.ts";
+import type { Logger } from "../../runtime/log.ts";
+import { errorFields } from "../../runtime/log.ts";
 import type { Clock } from "../clock.ts";
 import type { HostConfig } from "../host-config.ts";
 import { formatListenAddress } from "../http-listener.ts";

@@ -2,7 +2,7 @@
 // sandbox"): cgroups left by a host process that is gone are removed, each sandbox's bounds and the
 // oom_score_adj pin are reported, and a host where no sandbox starts says so loudly (its /readyz
 // then names `sandbox`).
-import type { Logger } from "../../protocol/log.ts";
+import type { Logger } from "../../runtime/log.ts";
 import type { HostConfig } from "../host-config.ts";
 import { cleanupLeftoverCgroups, sandboxLimits } from "../tools/sandbox-limits.ts";
 import { oomScorePin } from "../tools/sandbox-oom.ts";

@@ -1,8 +1,8 @@
 // Serving: the health, readiness and metrics listener (PI_HTTP_LISTEN) and the host's service on
 // the bus (bus/host-bus.ts) with every handler, the forwarding to other hosts and the worker
 // bookkeeping (docs/architecture.md "Host start-up").
-import type { Logger } from "../../protocol/log.ts";
-import { errorFields } from "../../protocol/log.ts";
+import type { Logger } from "../../runtime/log.ts";
+import { errorFields } from "../../runtime/log.ts";
 import type { Clock } from "../clock.ts";
 import type { HostConfig } from "../host-config.ts";
 import {

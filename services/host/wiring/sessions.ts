@@ -3,7 +3,7 @@
 // over, the permission gate, the tool runner and the supervisor of the session actors, the models
 // and the scheduler. Each builder takes what it needs and nothing reads the environment.
 import type { NatsConnection } from "@nats-io/nats-core";
-import type { Logger } from "../../protocol/log.ts";
+import type { Logger } from "../../runtime/log.ts";
 import type { Clock } from "../clock.ts";
 import type { HostConfig } from "../host-config.ts";
 import { formatListenAddress } from "../http-listener.ts";

@@ -3,8 +3,8 @@
 // announced; nothing is replayed at the next start) and exits 0. A newer incarnation of its id
 // (the writer's first refused write) stops it at once, committing nothing more: exit 3.
 import type { Service } from "@nats-io/services";
-import type { Logger } from "../../protocol/log.ts";
-import { errorFields } from "../../protocol/log.ts";
+import type { Logger } from "../../runtime/log.ts";
+import { errorFields } from "../../runtime/log.ts";
 import type { Clock } from "../clock.ts";
 import type { HostConfig } from "../host-config.ts";
 import type { HttpListener } from "../http-listener.ts";

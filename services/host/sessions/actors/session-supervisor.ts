@@ -5,7 +5,7 @@
 import { type Actor, createActor, type SnapshotFrom, waitFor } from "xstate";
 import type { Reply, SessionEvent } from "../../../../machines/session.machine.ts";
 import { AppError } from "../../../protocol/app-error.ts";
-import { errorFields, type Logger } from "../../../protocol/log.ts";
+import { errorFields, type Logger } from "../../../runtime/log.ts";
 import { appendAudit } from "../../store/audit-log.ts";
 import { isLeaseLost } from "../../store/db.ts";
 import { leaseOf } from "../../store/session-leases.ts";

@@ -7,7 +7,7 @@ import { AsyncLocalStorage } from "node:async_hooks";
 import type { NatsConnection } from "@nats-io/nats-core";
 import { encodeJson } from "../../../protocol/envelope.ts";
 import type { EventBodies, EventType } from "../../../protocol/events.ts";
-import { errorFields, type Logger } from "../../../protocol/log.ts";
+import { errorFields, type Logger } from "../../../runtime/log.ts";
 import { eventSubject } from "../../../protocol/subjects.ts";
 import type { Clock, TimerHandle } from "../../clock.ts";
 import {

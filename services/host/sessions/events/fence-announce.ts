@@ -5,7 +5,7 @@
 // touched) and then published: a fence of ten thousand sessions costs a few statements, not tens
 // of thousands.
 import type { EventType } from "../../../protocol/events.ts";
-import { errorFields, type Logger } from "../../../protocol/log.ts";
+import { errorFields, type Logger } from "../../../runtime/log.ts";
 import type { PlanStore } from "../../store/plan-store.ts";
 import type { EndedWork } from "../../store/startup-fence.ts";
 import type { EventPublisher } from "./event-publisher.ts";

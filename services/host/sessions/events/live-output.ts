@@ -7,7 +7,7 @@
 import type { NatsConnection } from "@nats-io/nats-core";
 import { MAX_DELTA_CHARS } from "../../../protocol/agent-schemas.ts";
 import { encodeJson } from "../../../protocol/envelope.ts";
-import { errorFields, type Logger } from "../../../protocol/log.ts";
+import { errorFields, type Logger } from "../../../runtime/log.ts";
 import { liveSubject } from "../../../protocol/subjects.ts";
 import type { Clock } from "../../clock.ts";
 import type { Audience } from "./event-publisher.ts";

@@ -3,7 +3,7 @@
 // turn abort settles it (a conditional UPDATE). Waiters live in memory; the startup fence denies the rest.
 import { AppError } from "../../../protocol/app-error.ts";
 import type { ErrorCode } from "../../../protocol/error-codes.ts";
-import type { Logger } from "../../../protocol/log.ts";
+import type { Logger } from "../../../runtime/log.ts";
 import { boundPage } from "../../store/bounded-page.ts";
 import type {
   PermissionDecision,

@@ -2,7 +2,7 @@
 // missed ones recorded, Plan tasks refused: schedule-claims.ts) and starts Agent runs as a new session
 // prompted through its actor. An unattended run's permission prompt is a denial (PERMISSION_REQUIRED).
 import { AppError } from "../../../protocol/app-error.ts";
-import { errorFields, type Logger } from "../../../protocol/log.ts";
+import { errorFields, type Logger } from "../../../runtime/log.ts";
 import { ok, type Result } from "../../../protocol/result.ts";
 import type { ScheduledRunView } from "../../../protocol/scheduling-schemas.ts";
 import type { Clock, TimerHandle } from "../../clock.ts";

@@ -6,7 +6,7 @@ import { headers, type NatsConnection } from "@nats-io/nats-core";
 import { type Actor, createActor } from "xstate";
 import { turnMachine } from "../../../../machines/turn.machine.ts";
 import { encodeJson } from "../../../protocol/envelope.ts";
-import { currentRequestId, errorFields, type Logger } from "../../../protocol/log.ts";
+import { currentRequestId, errorFields, type Logger } from "../../../runtime/log.ts";
 import { REQUEST_ID_HEADER } from "../../../protocol/rpc-client.ts";
 import type { TurnKind } from "../../../protocol/schemas.ts";
 import { agentSubject, turnCancelSubject } from "../../../protocol/subjects.ts";

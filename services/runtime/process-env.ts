@@ -1,7 +1,7 @@
 // Environment settings every pi-host process reads the same way (host, agent worker). A doubtful
 // value refuses to start: production needs NATS credentials, development mode is explicit.
 
-import { PREFIX_TOKEN } from "./tokens.ts";
+import { PREFIX_TOKEN } from "../protocol/tokens.ts";
 
 export const DEFAULT_NATS_URL = "nats://127.0.0.1:4222";
 

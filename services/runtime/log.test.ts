@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { AppError } from "./app-error.ts";
+import { AppError } from "../protocol/app-error.ts";
 import { createLogger, errorFields, withRequestId } from "./log.ts";
 import { REDACTED } from "./secret-redaction.ts";
 

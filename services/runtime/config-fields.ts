@@ -1,7 +1,7 @@
 // Reading hand-written configuration files (a team file for `pihost nats-config`, the host's
 // workspace access file): each field checked where it is read, every refusal naming the key path
 // and the value it found. `fail` is the caller's (a usage error, a start-up error).
-import { SUBJECT_TOKEN } from "./tokens.ts";
+import { SUBJECT_TOKEN } from "../protocol/tokens.ts";
 
 export type Fail = (at: string, message: string) => never;
 
