@@ -163,15 +163,25 @@ describe("the host under random output and lost database connections", () => {
       .call<ProjectView>("projects.create", { name: "inv", workspaceRoot: ws });
     const sessions: string[] = [];
     let n = 0;
-    await fc.assert(
-      fc.asyncProperty(runArb, async (run) => {
-        sessions.push(await planCycle(project.id, run, ++n));
-        await invariants(sessions, ws);
-        expect(stack.host!.child.pid).toBe(pid);
-        expect(stack.host!.child.exitCode).toBeNull();
-      }),
-      { numRuns: 15 },
-    );
+    await fc
+      .assert(
+        fc.asyncProperty(runArb, async (run) => {
+          sessions.push(await planCycle(project.id, run, ++n));
+          await invariants(sessions, ws);
+          expect(stack.host!.child.pid).toBe(pid);
+          expect(stack.host!.child.exitCode).toBeNull();
+        }),
+        { numRuns: 15 },
+      )
+      .catch((err: unknown) => {
+        // What the host said last, so a failure says whether it exited, was fenced or hung.
+        const host = stack.host!;
+        const said = host.lines.filter((l) => !l.includes('"level":"info"')).slice(-30);
+        console.error(
+          `host exit code ${host.child.exitCode}; its last warnings and errors:\n${said.join("\n")}`,
+        );
+        throw err;
+      });
     console.log(`plan cycles: ${JSON.stringify(tally)}`);
     // The property ran the whole cycle at least once (not only refusals).
     expect(tally.executed).toBeGreaterThan(0);

@@ -52,8 +52,8 @@ function redactDeep(key: string, value: unknown, redact: Redactor, depth = 0): u
  * A pino logger writing one JSON line per call: `level` (its label), `t` (ISO time), `service`,
  * `event`, the request's id when one is being handled (`requestId`), then the fields. Every string
  * in a line (at any depth) goes through secret-redaction.ts: credential shapes always,
- * `opts.secrets` too; the line's shape is unchanged. Writes are synchronous, so a line logged just
- * before the process exits is not lost.
+ * `opts.secrets` too; the line's shape is unchanged. Lines go to process.stdout (synchronous for
+ * pipes and files on Linux), so a line logged just before the process exits is not lost.
  */
 export function createLogger(
   service: string,
@@ -63,7 +63,9 @@ export function createLogger(
   const secrets = (opts.secrets ?? []).filter((s): s is string => typeof s === "string");
   const redact: Redactor = (key, value) =>
     typeof value === "string" ? redactNamedValue(key, value, secrets) : value;
-  const destination = write ? { write } : pino.destination({ fd: 1, sync: true });
+  // process.stdout itself: its writes to a pipe or file are synchronous on Linux, as pino's own
+  // synchronous destination would be, without a second writer on fd 1 beside process.stdout.
+  const destination = { write: write ?? ((line: string) => void process.stdout.write(line)) };
   const logger = pino(
     {
       base: { service },
