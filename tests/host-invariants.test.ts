@@ -176,7 +176,11 @@ describe("the host under random output and lost database connections", () => {
       .catch((err: unknown) => {
         // What the host said last, so a failure says whether it exited, was fenced or hung.
         const host = stack.host!;
-        const said = host.lines.filter((l) => !l.includes('"level":"info"')).slice(-30);
+        const firstRaw = host.lines.findIndex((l) => !l.startsWith("{"));
+        const said =
+          firstRaw >= 0
+            ? host.lines.slice(Math.max(0, firstRaw - 10), firstRaw + 40)
+            : host.lines.filter((l) => !l.includes('"level":"info"')).slice(-30);
         console.error(
           `host exit code ${host.child.exitCode}; its last warnings and errors:\n${said.join("\n")}`,
         );

@@ -29,10 +29,13 @@ export function createWorkspaceAdvisoryLocks(
     options: `-c lock_timeout=${waitMs}`,
   });
   pool.on("error", () => {});
+  // From the moment a client connects, as db.ts does: a listener added after pool.connect() resolves
+  // comes too late when the backend is terminated as it connects (the FATAL arrives in the same read
+  // as ReadyForQuery, after the pool dropped its idle listener), and an unheard 'error' ends the host.
+  pool.on("connect", (client) => client.on("error", () => {}));
   return {
     async hold(workspace, fn) {
       const client = await pool.connect();
-      client.on("error", () => {});
       let locked = false;
       try {
         try {
