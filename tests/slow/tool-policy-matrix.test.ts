@@ -8,6 +8,7 @@
 // prompt creates it is covered by tests/permission-prompts.test.ts). The expected table below is
 // written out by hand from docs/architecture.md "Tools", deliberately not computed with machines/tool-policy.ts.
 // Also: symlinks inside the workspace that point outside are refused for Read, Write and Edit.
+import { createRpcClient } from "../../services/protocol/rpc-client.ts";
 import { createHash } from "node:crypto";
 import { existsSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from "node:fs";
 import path from "node:path";
@@ -205,7 +206,14 @@ interface AuditRow {
 async function liveTurn(mode: Mode, perm: Perm) {
   const ws = sandboxWorkspace(stack, `ws-${Math.random().toString(36).slice(2, 10)}`);
   writeSandboxFile(path.join(ws, "seed.txt"), "seed\n");
-  const alice = stack.rpc("alice");
+  // Twelve cases at once, each creating its project (a sandbox access check apiece), while the other
+  // long files start beside this one: the host answers late, not never, so the wait is long.
+  const alice = createRpcClient({
+    nc: stack.nc,
+    prefix: stack.env.prefix,
+    principal: "alice",
+    timeoutMs: 60_000,
+  });
   const project = await alice.call<ProjectView>("projects.create", { name: "p", workspaceRoot: ws });
   const session = await alice.call<SessionView>("session.create", {
     projectId: project.id,
