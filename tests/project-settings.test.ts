@@ -151,12 +151,12 @@ describe("project settings", () => {
     const gate = createGate({ sessions: null as never, devMode: false, settingsAdmins: ["root-admin"] });
     const configure = { projectId: p.id, network: true };
     const spec = METHODS["projects.configure"];
-    expect(await gate("projects.configure", spec, "alice", configure, {})).toMatchObject({
+    expect(await gate(spec, "alice", configure, {})).toMatchObject({
       ok: false,
       refusal: { code: "FORBIDDEN" },
     });
     expect(unwrap(await api["projects.get"]("alice", { projectId: p.id }, {}))).toEqual(p);
-    expect(await gate("projects.configure", spec, "root-admin", configure, {})).toEqual(ok({}));
+    expect(await gate(spec, "root-admin", configure, {})).toEqual(ok({}));
     const done = unwrap(await api["projects.configure"]("root-admin", configure, {}));
     expect(done).toMatchObject({ network: true, version: 1 });
     expect((await auditOf(p.id)).at(-1)).toMatchObject({

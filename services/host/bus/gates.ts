@@ -7,7 +7,7 @@
 // decided by the store that reads the row, inside the transaction that acts on it, where a
 // concurrent change of members or approvers cannot slip between the check and the write
 // (docs/architecture.md "The contract as one table").
-import type { ClientMethod, MethodSpec } from "../../protocol/methods.ts";
+import type { MethodSpec } from "../../protocol/methods.ts";
 import { ok, refuse, type Result } from "../../protocol/result.ts";
 import type { SessionStore } from "../store/session-store.ts";
 import type { RequestContext } from "./request-context.ts";
@@ -21,7 +21,6 @@ const ADMIN_WHAT: Partial<Record<MethodSpec["group"], string>> = {
 };
 
 export type Gate = (
-  method: ClientMethod,
   spec: MethodSpec,
   principal: string,
   params: unknown,
@@ -29,7 +28,7 @@ export type Gate = (
 ) => Promise<Result<RequestContext>>;
 
 export function createGate(deps: { sessions: Pick<SessionStore, "accessibleRow"> } & SettingsAdmins): Gate {
-  return async (_method, spec, principal, params, ctx) => {
+  return async (spec, principal, params, ctx) => {
     if (spec.gate === "admin") {
       const refusal = settingsAdminRefusal(deps, principal, ADMIN_WHAT[spec.group] ?? "change settings");
       return refusal ?? ok(ctx);

@@ -219,7 +219,7 @@ export async function startHostBus(deps: {
         throw new AppError("UNKNOWN_METHOD", `no method ${parsed.method}`);
       // Decoded once, here; a caller its gate refuses never reaches the handler.
       const params = decodeParams(spec.params, body);
-      const gated = await deps.gate(method, spec, parsed.principal, params, ctx);
+      const gated = await deps.gate(spec, parsed.principal, params, ctx);
       if (!gated.ok) return gated;
       return handler(parsed.principal, params, gated.value);
     },
