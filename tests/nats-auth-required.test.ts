@@ -6,7 +6,7 @@ import { hostEnv, spawnTs } from "./support/processes.ts";
 import { useStack } from "./support/stack-fixture.ts";
 import { startPrivateNats } from "./support/test-nats.ts";
 
-const stack = useStack("natsauth");
+const stack = useStack("natsauth", { emptyDatabase: true });
 const cleanups: Array<() => Promise<void>> = [];
 afterEach(async () => {
   for (const c of cleanups.splice(0).reverse()) await c();

@@ -21,6 +21,8 @@ export interface StackOptions {
   /** Runs after the processes are ready; what it returns runs first at teardown. */
   // biome-ignore lint/suspicious/noConfusingVoidType: a setup returns a teardown or nothing
   setup?: (stack: Stack) => void | Teardown | Promise<void | Teardown>;
+  /** A database with no schema (tests of what a host does before or while it migrates). */
+  emptyDatabase?: boolean;
   /** Limit for opening (and, apart, for closing) the stack; the hook timeout by default. */
   timeoutMs?: number;
 }
@@ -30,7 +32,7 @@ export type DisposableStack = Stack & AsyncDisposable;
 /** A stack for `await using`: disposing it releases everything and rejects naming any leak. */
 export async function openStack(label: string, opts: StackOptions = {}): Promise<DisposableStack> {
   const since = mark();
-  const stack = await createStack(label);
+  const stack = await createStack(label, { emptyDatabase: opts.emptyDatabase === true });
   openStacks.add(stack);
   const teardowns: Teardown[] = [];
   const dispose = () => disposeStack(stack, label, since, teardowns);

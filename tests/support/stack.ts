@@ -50,8 +50,12 @@ export interface EventCollector {
 /** The host id of a test stack's host unless a test names another (PI_HOST_ID in `env.extra`). */
 export const TEST_HOST_ID = "h1";
 
-export async function createStack(label: string): Promise<Stack> {
-  const db = await createTestDatabase(label);
+/**
+ * A stack's database is a copy of the run's migrated template (test-db.ts) unless `emptyDatabase`:
+ * then it has no schema, and the host's first start migrates it as a new installation's.
+ */
+export async function createStack(label: string, opts: { emptyDatabase?: boolean } = {}): Promise<Stack> {
+  const db = await createTestDatabase(label, { schema: opts.emptyDatabase ? "empty" : "migrated" });
   const nc = await connectNats();
   const dir = mkdtempSync(path.join(os.tmpdir(), `pihost-${label}-`));
   // The sandbox user binds workspaces and scratch folders from below this folder (bwrap runs as it).

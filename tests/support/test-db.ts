@@ -6,8 +6,8 @@ import { type Resource, track } from "./leaks.ts";
 
 export const ADMIN_URL = process.env.DATABASE_URL || "postgres://postgres@127.0.0.1:5432/postgres";
 
-export function databaseUrlFor(name: string): string {
-  const url = new URL(ADMIN_URL);
+export function databaseUrlFor(name: string, adminUrl = ADMIN_URL): string {
+  const url = new URL(adminUrl);
   url.pathname = `/${name}`;
   return url.toString();
 }
@@ -21,12 +21,34 @@ export interface TestDatabase {
   drop(): Promise<void>;
 }
 
-export async function createTestDatabase(label: string): Promise<TestDatabase> {
+/**
+ * The environment variable global-setup.ts names the run's migrated template database in: a copy
+ * of it is a database every migration has run on, without running them again for each file.
+ */
+export const TEMPLATE_ENV = "PIHOST_TEST_TEMPLATE_DB";
+
+export interface TestDatabaseOptions {
+  /**
+   * "migrated": a copy of the run's template, every migration applied (the host's start finds
+   * nothing to do); "empty" (the default): no schema at all, as a new installation's database.
+   */
+  schema?: "migrated" | "empty";
+}
+
+export async function createTestDatabase(
+  label: string,
+  opts: TestDatabaseOptions = {},
+): Promise<TestDatabase> {
   const name = `pihost_${label.replace(/[^a-z0-9_]/gi, "_").toLowerCase()}_${randomBytes(4).toString("hex")}`;
+  // Without the template (a file run outside the integration projects' global setup) the host
+  // migrates the empty database at its start, as before.
+  const template = opts.schema === "migrated" ? process.env[TEMPLATE_ENV] : undefined;
   const admin = new pg.Client({ connectionString: ADMIN_URL });
   await admin.connect();
   try {
-    await admin.query(`CREATE DATABASE ${name}`);
+    await admin.query(
+      `CREATE DATABASE ${name}${template ? ` TEMPLATE ${admin.escapeIdentifier(template)}` : ""}`,
+    );
   } finally {
     await admin.end();
   }
@@ -84,4 +106,36 @@ export async function databaseExists(name: string): Promise<boolean> {
   } finally {
     await c.end();
   }
+}
+
+/**
+ * The run's template: a database every migration has run on, which nobody may connect to (so any
+ * number of files can copy it at once), dropped by the returned function.
+ */
+export async function createMigratedTemplate(
+  adminUrl: string,
+  migrate: (databaseUrl: string) => Promise<unknown>,
+): Promise<{ name: string; drop(): Promise<void> }> {
+  const name = `pihost_template_${randomBytes(4).toString("hex")}`;
+  const admin = new pg.Client({ connectionString: adminUrl });
+  await admin.connect();
+  try {
+    await admin.query(`CREATE DATABASE ${name}`);
+    await migrate(databaseUrlFor(name, adminUrl));
+    await admin.query(`ALTER DATABASE ${name} WITH ALLOW_CONNECTIONS false`);
+  } finally {
+    await admin.end();
+  }
+  return {
+    name,
+    async drop() {
+      const c = new pg.Client({ connectionString: adminUrl });
+      await c.connect();
+      try {
+        await c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+      } finally {
+        await c.end();
+      }
+    },
+  };
 }
