@@ -2,11 +2,15 @@
 // and a caller-wide position made of the id of the transaction that wrote it and a position within
 // it; `events.since` pages read them back for one principal, only below the visibility horizon,
 // so positions appear in commit order without any lock shared by writers (docs/architecture.md
-// "Events"). What is published live is the same body; this module owns only the rows.
+// "Events"). What is published live is the same body; this module owns only the rows (their pruning:
+// event-prune.ts).
 import type { StoredSessionEvent } from "../../protocol/schemas.ts";
 import type { Clock } from "../clock.ts";
 import { type Db, prepared } from "./db.ts";
+import { EVENT_KEEP_MS, EVENT_KEEP_PER_SESSION, pruneByAge, pruneByCount } from "./event-prune.ts";
 import { memberApproversSql, ownsOrApprovesSql } from "./project-members.ts";
+
+export { EVENT_KEEP_MS, EVENT_KEEP_PER_SESSION };
 
 /** Stored body bound: a bigger event keeps its short fields and `truncated: true` (docs/protocol.md). */
 export const EVENT_STORED_MAX_BYTES = 128 * 1024;
@@ -14,10 +18,6 @@ export const EVENT_STORED_MAX_BYTES = 128 * 1024;
 export const EVENT_PAGE_MAX_BYTES = 512 * 1024;
 /** What a page counts per event besides its body: type, sessionId, at, seq and the JSON around them. */
 const EVENT_ENVELOPE_BYTES = 160;
-/** Events kept per session: older sequence numbers are pruned as new ones are written. */
-export const EVENT_KEEP_PER_SESSION = 5_000;
-/** Events older than this (host clock) are pruned. */
-export const EVENT_KEEP_MS = 7 * 24 * 3600_000;
 /** A string field longer than this is dropped from a truncated stored body. */
 const TRUNCATED_KEEP_CHARS = 1024;
 
@@ -204,171 +204,176 @@ export const HORIZON_SQL = `(SELECT coalesce(min(x), pg_snapshot_xmax(pg_current
 
 const APPEND = prepared("event-append", `WITH ${appendEventCtes(1)} SELECT ${appendedEventColumns("$1")}`);
 
-export function createEventStore({ db, clock }: { db: Db; clock: Clock }) {
+/** Where an `events.since` page starts (`"now"`: at the horizon), whose session, and how many. */
+interface SinceParams {
+  after: EventCursor | 0 | "now";
+  sessionId?: string;
+  limit: number;
+}
+
+/** One event of appendMany's batch. */
+interface ManyEvent {
+  sessionId: string;
+  type: string;
+  body: Record<string, unknown>;
+}
+
+/**
+ * Writes one event in one statement: the session's counter + 1 is its `seq` (never handed out
+ * twice, pruned or not); its position is its transaction's. Who may receive it live comes with
+ * it, as of this commit: the owner, and the approvers still members of the project (an actor's
+ * cached audience may predate a member's removal). Refused (throws) when the session is gone
+ * or the write is fenced.
+ */
+async function appendEvent(
+  db: Db,
+  sessionId: string,
+  type: string,
+  body: Record<string, unknown>,
+  at: Date,
+): Promise<AppendedEvent> {
+  // A session that is gone fails the foreign key: the event is refused (thrown), nothing kept.
+  const r = await db.query(APPEND(appendEventParams(sessionId, type, body, at)));
+  return appendedEvent(r.rows[0]);
+}
+
+/**
+ * The principal's events after `after`, oldest first: those of sessions the principal owns or
+ * approves now, as a member of the project (the same check as session.get), at most
+ * `limit` events and `maxBytes` of bodies (the first event always, though storedBody keeps every
+ * body far below a page). `next` is the last cursor returned, or
+ * `after` for an empty page; `more` says the page was cut.
+ */
+async function eventsSince(
+  db: Db,
+  principal: string,
+  p: SinceParams,
+  maxBytes = EVENT_PAGE_MAX_BYTES,
+): Promise<EventPage> {
+  if (p.after === "now") {
+    // Every transaction below the horizon has ended: what commits from now on lies above it.
+    const h = await db.query(`SELECT ${HORIZON_SQL}::text AS h`);
+    return { events: [], next: cursorOf(h.rows[0].h, 0), more: false };
+  }
+  const [afterTx, afterPosition] = positionOf(p.after);
+  // Only below the horizon (HORIZON_SQL): no row can still appear before the last one read (a
+  // transaction left open holds the page back, never makes it skip; docs/protocol.md "Catching up").
+  const r = await db.query(
+    `WITH horizon AS (SELECT ${HORIZON_SQL} AS h), page AS (
+       SELECT e.tx, e.cursor, e.bytes FROM session_events e JOIN sessions s ON s.id = e.session_id
+        WHERE (e.tx, e.cursor) > ($2::text::xid8, $3::bigint)
+          AND e.tx < (SELECT h FROM horizon)
+          AND ${ownsOrApprovesSql("s", "$1")}
+          AND ($4::text IS NULL OR e.session_id = $4)
+        ORDER BY e.tx, e.cursor LIMIT $5 + 1
+     ), sized AS (
+       SELECT cursor, tx, bytes, sum(bytes + $6) OVER (ORDER BY tx, cursor) AS running,
+              row_number() OVER (ORDER BY tx, cursor) AS n FROM page
+     )
+     SELECT e.cursor, z.tx::text AS tx, e.session_id, e.seq, e.type, e.at, e.body, z.n, z.running,
+            NULL AS horizon
+       FROM sized z JOIN session_events e ON e.cursor = z.cursor
+     UNION ALL SELECT NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, (SELECT h FROM horizon)::text
+      ORDER BY n NULLS LAST`,
+    [principal, afterTx, afterPosition, p.sessionId ?? null, p.limit, EVENT_ENVELOPE_BYTES],
+  );
+  const events: StoredSessionEvent[] = [];
+  let next: EventCursor = p.after === 0 ? CURSOR_START : p.after;
+  let more = false;
+  // The last row is the horizon alone (the statement's snapshot, the one the page was read in).
+  const horizon = r.rows.at(-1).horizon as string;
+  for (const row of r.rows) {
+    if (row.n === null) break;
+    const fits = Number(row.n) === 1 || Number(row.running) <= maxBytes;
+    if (Number(row.n) > p.limit || !fits) {
+      more = true;
+      break;
+    }
+    // Envelope fields last: a body field never overrides them.
+    events.push({
+      ...row.body,
+      type: row.type,
+      sessionId: row.session_id,
+      at: new Date(row.at).toISOString(),
+      seq: Number(row.seq),
+      cursor: cursorOf(row.tx, row.cursor),
+    });
+    next = cursorOf(row.tx, row.cursor);
+  }
+  // Read to the end: nothing of the caller's lies between the last event and the horizon, so the
+  // next page may start there (a client that read nothing still moves on).
+  const atHorizon = cursorOf(horizon, 0);
+  if (!more && atHorizon > next) next = atHorizon;
+  return { events, next, more };
+}
+
+/**
+ * Writes many events of many sessions in one statement (what a fence or a takeover ended,
+ * fence-announce.ts): each session's counter row changes once, by its number of events, and
+ * each event gets the next of them in the order given. Returns, in the order given, each event's
+ * numbers and who may receive it as of this commit.
+ */
+async function appendMany(
+  db: Db,
+  events: ReadonlyArray<ManyEvent>,
+  at: Date,
+): Promise<Array<AppendedEvent & { owner: string }>> {
+  if (events.length === 0) return [];
+  const stored = events.map((e) => storedBody(e.body));
+  const r = await db.query(
+    `WITH input AS (
+       SELECT x.session_id, x.type, x.body, x.bytes, x.ord
+         FROM unnest($1::text[], $2::text[], $3::jsonb[], $4::int[]) WITH ORDINALITY AS x(session_id, type, body, bytes, ord)
+     ), counts AS (
+       SELECT session_id, count(*)::bigint AS n FROM input GROUP BY session_id
+     ), seqs AS (
+       INSERT INTO session_event_seqs (session_id, last_seq, last_tx)
+       SELECT session_id, n, pg_current_xact_id() FROM counts
+       ON CONFLICT (session_id) DO UPDATE SET last_seq = session_event_seqs.last_seq + EXCLUDED.last_seq, ${LAST_TX}
+       RETURNING session_id, last_seq, last_tx
+     ), numbered AS (
+       SELECT i.*, q.last_tx, q.last_seq - c.n + row_number() OVER (PARTITION BY i.session_id ORDER BY i.ord) AS seq
+         FROM input i JOIN counts c USING (session_id) JOIN seqs q USING (session_id)
+     ), evs AS (
+       INSERT INTO session_events (session_id, seq, type, body, bytes, at, tx)
+       SELECT session_id, seq, type, body, bytes, $5, last_tx FROM numbered
+       RETURNING session_id, seq, cursor, tx::text AS tx
+     )
+     SELECT n.ord, e.seq, e.cursor, e.tx, s.owner, ${memberApproversSql("s")} AS approvers
+       FROM evs e JOIN numbered n ON n.session_id = e.session_id AND n.seq = e.seq
+       JOIN sessions s ON s.id = e.session_id ORDER BY n.ord`,
+    [
+      events.map((e) => e.sessionId),
+      events.map((e) => e.type),
+      stored.map((b) => b.json),
+      stored.map((b) => b.bytes),
+      at,
+    ],
+  );
+  return r.rows.map((row) => ({ ...appendedEvent(row), owner: row.owner }));
+}
+
+/**
+ * Who may receive an event of the session now that no row is written for it (a live-only one):
+ * the approvers still members of the project, as an append returns them. Empty when gone.
+ */
+async function approvers(db: Db, sessionId: string): Promise<string[]> {
+  const r = await db.query(`SELECT ${memberApproversSql("s")} AS approvers FROM sessions s WHERE s.id = $1`, [
+    sessionId,
+  ]);
+  return (r.rows[0]?.approvers as string[] | undefined) ?? [];
+}
+
+export function createEventStore(deps: { db: Db; clock: Clock }) {
+  const { db } = deps;
   return {
-    /**
-     * Writes one event in one statement: the session's counter + 1 is its `seq` (never handed out
-     * twice, pruned or not); its position is its transaction's. Who may receive it live comes with
-     * it, as of this commit: the owner, and the approvers still members of the project (an actor's
-     * cached audience may predate a member's removal). Refused (throws) when the session is gone
-     * or the write is fenced.
-     */
-    async append(
-      sessionId: string,
-      type: string,
-      body: Record<string, unknown>,
-      at: Date,
-    ): Promise<AppendedEvent> {
-      // A session that is gone fails the foreign key: the event is refused (thrown), nothing kept.
-      const r = await db.query(APPEND(appendEventParams(sessionId, type, body, at)));
-      return appendedEvent(r.rows[0]);
-    },
-
-    /**
-     * The principal's events after `after`, oldest first: those of sessions the principal owns or
-     * approves now, as a member of the project (the same check as session.get), at most
-     * `limit` events and `maxBytes` of bodies (the first event always, though storedBody keeps every
-     * body far below a page). `next` is the last cursor returned, or
-     * `after` for an empty page; `more` says the page was cut.
-     */
-    async since(
-      principal: string,
-      p: { after: EventCursor | 0 | "now"; sessionId?: string; limit: number },
-      maxBytes = EVENT_PAGE_MAX_BYTES,
-    ): Promise<EventPage> {
-      if (p.after === "now") {
-        // Every transaction below the horizon has ended: what commits from now on lies above it.
-        const h = await db.query(`SELECT ${HORIZON_SQL}::text AS h`);
-        return { events: [], next: cursorOf(h.rows[0].h, 0), more: false };
-      }
-      const [afterTx, afterPosition] = positionOf(p.after);
-      // Only below the horizon (HORIZON_SQL): no row can still appear before the last one read (a
-      // transaction left open holds the page back, never makes it skip; docs/protocol.md "Catching up").
-      const r = await db.query(
-        `WITH horizon AS (SELECT ${HORIZON_SQL} AS h), page AS (
-           SELECT e.tx, e.cursor, e.bytes FROM session_events e JOIN sessions s ON s.id = e.session_id
-            WHERE (e.tx, e.cursor) > ($2::text::xid8, $3::bigint)
-              AND e.tx < (SELECT h FROM horizon)
-              AND ${ownsOrApprovesSql("s", "$1")}
-              AND ($4::text IS NULL OR e.session_id = $4)
-            ORDER BY e.tx, e.cursor LIMIT $5 + 1
-         ), sized AS (
-           SELECT cursor, tx, bytes, sum(bytes + $6) OVER (ORDER BY tx, cursor) AS running,
-                  row_number() OVER (ORDER BY tx, cursor) AS n FROM page
-         )
-         SELECT e.cursor, z.tx::text AS tx, e.session_id, e.seq, e.type, e.at, e.body, z.n, z.running,
-                NULL AS horizon
-           FROM sized z JOIN session_events e ON e.cursor = z.cursor
-         UNION ALL SELECT NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, (SELECT h FROM horizon)::text
-          ORDER BY n NULLS LAST`,
-        [principal, afterTx, afterPosition, p.sessionId ?? null, p.limit, EVENT_ENVELOPE_BYTES],
-      );
-      const events: StoredSessionEvent[] = [];
-      let next: EventCursor = p.after === 0 ? CURSOR_START : p.after;
-      let more = false;
-      // The last row is the horizon alone (the statement's snapshot, the one the page was read in).
-      const horizon = r.rows.at(-1).horizon as string;
-      for (const row of r.rows) {
-        if (row.n === null) break;
-        const fits = Number(row.n) === 1 || Number(row.running) <= maxBytes;
-        if (Number(row.n) > p.limit || !fits) {
-          more = true;
-          break;
-        }
-        // Envelope fields last: a body field never overrides them.
-        events.push({
-          ...row.body,
-          type: row.type,
-          sessionId: row.session_id,
-          at: new Date(row.at).toISOString(),
-          seq: Number(row.seq),
-          cursor: cursorOf(row.tx, row.cursor),
-        });
-        next = cursorOf(row.tx, row.cursor);
-      }
-      // Read to the end: nothing of the caller's lies between the last event and the horizon, so the
-      // next page may start there (a client that read nothing still moves on).
-      const atHorizon = cursorOf(horizon, 0);
-      if (!more && atHorizon > next) next = atHorizon;
-      return { events, next, more };
-    },
-
-    /**
-     * Writes many events of many sessions in one statement (what a fence or a takeover ended,
-     * fence-announce.ts): each session's counter row changes once, by its number of events, and
-     * each event gets the next of them in the order given. Returns, in the order given, each event's
-     * numbers and who may receive it as of this commit.
-     */
-    async appendMany(
-      events: ReadonlyArray<{ sessionId: string; type: string; body: Record<string, unknown> }>,
-      at: Date,
-    ): Promise<Array<AppendedEvent & { owner: string }>> {
-      if (events.length === 0) return [];
-      const stored = events.map((e) => storedBody(e.body));
-      const r = await db.query(
-        `WITH input AS (
-           SELECT x.session_id, x.type, x.body, x.bytes, x.ord
-             FROM unnest($1::text[], $2::text[], $3::jsonb[], $4::int[]) WITH ORDINALITY AS x(session_id, type, body, bytes, ord)
-         ), counts AS (
-           SELECT session_id, count(*)::bigint AS n FROM input GROUP BY session_id
-         ), seqs AS (
-           INSERT INTO session_event_seqs (session_id, last_seq, last_tx)
-           SELECT session_id, n, pg_current_xact_id() FROM counts
-           ON CONFLICT (session_id) DO UPDATE SET last_seq = session_event_seqs.last_seq + EXCLUDED.last_seq, ${LAST_TX}
-           RETURNING session_id, last_seq, last_tx
-         ), numbered AS (
-           SELECT i.*, q.last_tx, q.last_seq - c.n + row_number() OVER (PARTITION BY i.session_id ORDER BY i.ord) AS seq
-             FROM input i JOIN counts c USING (session_id) JOIN seqs q USING (session_id)
-         ), evs AS (
-           INSERT INTO session_events (session_id, seq, type, body, bytes, at, tx)
-           SELECT session_id, seq, type, body, bytes, $5, last_tx FROM numbered
-           RETURNING session_id, seq, cursor, tx::text AS tx
-         )
-         SELECT n.ord, e.seq, e.cursor, e.tx, s.owner, ${memberApproversSql("s")} AS approvers
-           FROM evs e JOIN numbered n ON n.session_id = e.session_id AND n.seq = e.seq
-           JOIN sessions s ON s.id = e.session_id ORDER BY n.ord`,
-        [
-          events.map((e) => e.sessionId),
-          events.map((e) => e.type),
-          stored.map((b) => b.json),
-          stored.map((b) => b.bytes),
-          at,
-        ],
-      );
-      return r.rows.map((row) => ({ ...appendedEvent(row), owner: row.owner }));
-    },
-
-    /**
-     * Who may receive an event of the session now that no row is written for it (a live-only one):
-     * the approvers still members of the project, as an append returns them. Empty when gone.
-     */
-    async approvers(sessionId: string): Promise<string[]> {
-      const r = await db.query(
-        `SELECT ${memberApproversSql("s")} AS approvers FROM sessions s WHERE s.id = $1`,
-        [sessionId],
-      );
-      return (r.rows[0]?.approvers as string[] | undefined) ?? [];
-    },
-
-    /** Removes the events older than EVENT_KEEP_MS by the host clock; returns how many. */
-    async pruneByAge(keepMs = EVENT_KEEP_MS): Promise<number> {
-      const r = await db.query("DELETE FROM session_events WHERE at < $1", [new Date(clock.now() - keepMs)]);
-      return r.rowCount ?? 0;
-    },
-
-    /**
-     * Keeps the newest EVENT_KEEP_PER_SESSION events of each session this host owns (or that no host
-     * has a lease on): off the hot path, on the pruner's timer (event-publisher.ts). Returns how many.
-     */
-    async pruneByCount(hostId: string, keep = EVENT_KEEP_PER_SESSION): Promise<number> {
-      const r = await db.query(
-        `DELETE FROM session_events e USING session_event_seqs q
-          WHERE e.session_id = q.session_id AND e.seq <= q.last_seq - $2 AND q.last_seq > $2
-            AND NOT EXISTS (SELECT 1 FROM session_leases l WHERE l.session_id = q.session_id AND l.host_id <> $1)`,
-        [hostId, keep],
-      );
-      return r.rowCount ?? 0;
-    },
+    append: (sessionId: string, type: string, body: Record<string, unknown>, at: Date) =>
+      appendEvent(db, sessionId, type, body, at),
+    since: (principal: string, p: SinceParams, maxBytes?: number) => eventsSince(db, principal, p, maxBytes),
+    appendMany: (events: ReadonlyArray<ManyEvent>, at: Date) => appendMany(db, events, at),
+    approvers: (sessionId: string) => approvers(db, sessionId),
+    pruneByAge: (keepMs?: number) => pruneByAge(deps, keepMs),
+    pruneByCount: (hostId: string, keep?: number) => pruneByCount(db, hostId, keep),
   };
 }
 

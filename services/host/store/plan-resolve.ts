@@ -40,148 +40,153 @@ export interface ResolveOptions {
   record?: (write: ResolveWrite) => Promise<ResolveOutcome>;
 }
 
-export function planResolve(deps: PlanStoreDeps, rows: PlanRows) {
-  const { db, clock } = deps;
-  const { lockRow, expireRow } = rows;
-  /**
-   * plans.resolve, checks in the order of docs/protocol.md. With `readOnly` (no pending approval is held by
-   * the session actor) a still-pending row is a concurrent change, never transitioned here.
-   */
-  async function resolve(
-    principal: string,
-    p: PlansResolveParams,
-    opts: ResolveOptions,
-  ): Promise<ResolveOutcome> {
-    try {
-      // A decision that lost a race to another (its row changed between the read and the write) reads
-      // again: the row is then resolved, and the checks answer as for any later request (the recorded
-      // result, or PLAN_ALREADY_RESOLVED); only a caller that named a version gets the conflict.
-      for (let attempt = 1; ; attempt++) {
-        try {
-          return await resolveOnce(principal, p, opts);
-        } catch (err) {
-          const raced = err instanceof AppError && err.details?.raced === true;
-          if (!raced || p.version !== undefined || attempt >= 3) throw err;
-        }
-      }
-    } catch (err) {
-      // The connection was lost while the decision's statement ran (or in a COMMIT): it may have
-      // committed. Tell the truth.
-      if (
-        !commitOutcomeUnknown(err) &&
-        !(isConnectionLost(err) && (err as { inDecision?: boolean }).inDecision)
-      )
-        throw err;
-      return outcomeAfterLostCommit(principal, p, err);
-    }
-  }
-
-  /**
-   * Re-reads the row (retrying while the database is unreachable, a few seconds at most): resolved
-   * as this request asked by this principal means it committed and the outcome is that; still
-   * pending means nothing committed (DATABASE_UNAVAILABLE, retry); unreadable stays unknown.
-   */
-  async function outcomeAfterLostCommit(
-    principal: string,
-    p: PlansResolveParams,
-    cause: unknown,
-  ): Promise<ResolveOutcome> {
-    for (let attempt = 0; attempt < LOST_COMMIT_READS; attempt++) {
-      let row: (ApprovalRow & { resolved_by: string | null }) | undefined;
+/**
+ * plans.resolve, checks in the order of docs/protocol.md. With `readOnly` (no pending approval is held by
+ * the session actor) a still-pending row is a concurrent change, never transitioned here.
+ */
+async function resolve(
+  deps: PlanStoreDeps,
+  rows: PlanRows,
+  principal: string,
+  p: PlansResolveParams,
+  opts: ResolveOptions,
+): Promise<ResolveOutcome> {
+  try {
+    // A decision that lost a race to another (its row changed between the read and the write) reads
+    // again: the row is then resolved, and the checks answer as for any later request (the recorded
+    // result, or PLAN_ALREADY_RESOLVED); only a caller that named a version gets the conflict.
+    for (let attempt = 1; ; attempt++) {
       try {
-        row = (await db.query("SELECT * FROM plan_approvals WHERE id = $1", [p.proposalId])).rows[0];
+        return await resolveOnce(deps, rows, principal, p, opts);
       } catch (err) {
-        if (!isConnectionLost(err)) throw err;
-        await new Promise((r) => setTimeout(r, LOST_COMMIT_RETRY_MS));
-        continue;
+        const raced = err instanceof AppError && err.details?.raced === true;
+        if (!raced || p.version !== undefined || attempt >= 3) throw err;
       }
-      if (row && row.resolved_by === principal && row.action === p.action) {
-        if (
-          row.status === "approved" &&
-          row.execution_turn_id &&
-          row.target_permission_mode === p.targetPermissionMode
-        )
-          return { kind: "approved", proposal: proposalView(row), executionTurnId: row.execution_turn_id };
-        if (row.status === "rejected") return { kind: "rejected", proposal: proposalView(row) };
-      }
-      throw new AppError("DATABASE_UNAVAILABLE", "the database connection was lost; nothing was committed", {
-        cause,
-        details: { committed: false },
-      });
     }
-    throw new AppError(
-      "DATABASE_UNAVAILABLE",
-      "the database connection was lost while committing; read the proposal (plans.get) to see whether it was resolved",
-      { cause, details: { committed: "unknown" } },
-    );
-  }
-
-  async function resolveOnce(
-    principal: string,
-    p: PlansResolveParams,
-    opts: ResolveOptions,
-  ): Promise<ResolveOutcome> {
-    // One read of the row, its session and its project: every check below is decided on it, and the
-    // write re-checks by version that nothing changed since.
-    const found = await readForResolve(db, p.proposalId);
-    if (!found) throw new AppError("PLAN_NOT_FOUND");
-    const { row, session } = found;
-    if (!canAccess(session, principal)) throw new AppError("FORBIDDEN");
+  } catch (err) {
+    // The connection was lost while the decision's statement ran (or in a COMMIT): it may have
+    // committed. Tell the truth.
     if (
-      p.sessionId !== row.session_id ||
-      p.turnId !== row.turn_id ||
-      p.toolCallId !== row.tool_call_id ||
-      row.status === "interrupted"
-    ) {
-      throw new AppError("PLAN_APPROVAL_STALE", undefined, { details: { status: row.status } });
-    }
-    if (p.action !== "approve" && p.action !== "reject") throw new AppError("PLAN_INVALID_ACTION");
-    const mode = p.targetPermissionMode;
-    if (p.action === "approve") {
-      if (mode === undefined || mode === null) throw new AppError("PLAN_PERMISSION_MODE_REQUIRED");
-      if (!(EXECUTION_PERMISSION_MODES as readonly string[]).includes(mode))
-        throw new AppError("PLAN_PERMISSION_MODE_INVALID");
-    }
-    if (row.status !== "pending") {
-      const same = row.action === p.action && (p.action === "reject" || row.target_permission_mode === mode);
-      if (row.status === "expired") throw new AppError("PLAN_APPROVAL_TIMEOUT");
-      if (same) return { kind: "recorded", proposal: proposalView(row) };
-      throw new AppError("PLAN_ALREADY_RESOLVED", undefined, {
-        details: { status: row.status, action: row.action },
-      });
-    }
-    const now = clock.date();
-    if (row.deadline.getTime() <= now.getTime()) {
-      if (opts.readOnly) throw new AppError("PLAN_APPROVAL_CONFLICT");
-      // The expiry commits even though the caller gets an error: the deadline is absolute.
-      const expired = await withTransaction(db, async (tx) => {
-        const locked = await lockRow(tx, row.id);
-        return locked?.status === "pending" ? expireRow(tx, locked) : locked;
-      });
-      return { kind: "recorded", proposal: proposalView(expired ?? row) };
-    }
-    // The file must still be the plan that was submitted: hashed now, outside any lock, and the
-    // write below commits only if the row is still the version that hash was compared with. A
-    // mismatch changes nothing (the row stays pending, Reject still works).
-    if (p.action === "approve") await assertArtifactUnchanged(row, session.workspace_root);
-    if (opts.readOnly) throw new AppError("PLAN_APPROVAL_CONFLICT");
-    if (p.version !== undefined && p.version !== row.version) throw new AppError("PLAN_APPROVAL_CONFLICT");
-    const record = opts.record ?? ((write: ResolveWrite) => write(now).then((w) => w.value));
-    const statement = p.action === "reject" ? rejectStatement : approveStatement;
-    const write: ResolveWrite = (at) =>
-      statement(db, { row, session, principal, mode: mode ?? "", at }).catch((err: unknown) => {
-        if (isConnectionLost(err)) Object.assign(err as object, { inDecision: true });
-        throw err;
-      });
-    try {
-      return await record(write);
-    } catch (err) {
-      if (isRefused(err, "PLAN_APPROVAL_CONFLICT"))
-        throw new AppError("PLAN_APPROVAL_CONFLICT", undefined, { details: { raced: true } });
+      !commitOutcomeUnknown(err) &&
+      !(isConnectionLost(err) && (err as { inDecision?: boolean }).inDecision)
+    )
       throw err;
-    }
+    return outcomeAfterLostCommit(deps, principal, p, err);
   }
-  return resolve;
+}
+
+/**
+ * Re-reads the row (retrying while the database is unreachable, a few seconds at most): resolved
+ * as this request asked by this principal means it committed and the outcome is that; still
+ * pending means nothing committed (DATABASE_UNAVAILABLE, retry); unreadable stays unknown.
+ */
+async function outcomeAfterLostCommit(
+  { db }: PlanStoreDeps,
+  principal: string,
+  p: PlansResolveParams,
+  cause: unknown,
+): Promise<ResolveOutcome> {
+  for (let attempt = 0; attempt < LOST_COMMIT_READS; attempt++) {
+    let row: (ApprovalRow & { resolved_by: string | null }) | undefined;
+    try {
+      row = (await db.query("SELECT * FROM plan_approvals WHERE id = $1", [p.proposalId])).rows[0];
+    } catch (err) {
+      if (!isConnectionLost(err)) throw err;
+      await new Promise((r) => setTimeout(r, LOST_COMMIT_RETRY_MS));
+      continue;
+    }
+    if (row && row.resolved_by === principal && row.action === p.action) {
+      if (
+        row.status === "approved" &&
+        row.execution_turn_id &&
+        row.target_permission_mode === p.targetPermissionMode
+      )
+        return { kind: "approved", proposal: proposalView(row), executionTurnId: row.execution_turn_id };
+      if (row.status === "rejected") return { kind: "rejected", proposal: proposalView(row) };
+    }
+    throw new AppError("DATABASE_UNAVAILABLE", "the database connection was lost; nothing was committed", {
+      cause,
+      details: { committed: false },
+    });
+  }
+  throw new AppError(
+    "DATABASE_UNAVAILABLE",
+    "the database connection was lost while committing; read the proposal (plans.get) to see whether it was resolved",
+    { cause, details: { committed: "unknown" } },
+  );
+}
+
+async function resolveOnce(
+  { db, clock }: PlanStoreDeps,
+  { lockRow, expireRow }: PlanRows,
+  principal: string,
+  p: PlansResolveParams,
+  opts: ResolveOptions,
+): Promise<ResolveOutcome> {
+  // One read of the row, its session and its project: every check below is decided on it, and the
+  // write re-checks by version that nothing changed since.
+  const found = await readForResolve(db, p.proposalId);
+  if (!found) throw new AppError("PLAN_NOT_FOUND");
+  const { row, session } = found;
+  if (!canAccess(session, principal)) throw new AppError("FORBIDDEN");
+  if (
+    p.sessionId !== row.session_id ||
+    p.turnId !== row.turn_id ||
+    p.toolCallId !== row.tool_call_id ||
+    row.status === "interrupted"
+  ) {
+    throw new AppError("PLAN_APPROVAL_STALE", undefined, { details: { status: row.status } });
+  }
+  if (p.action !== "approve" && p.action !== "reject") throw new AppError("PLAN_INVALID_ACTION");
+  const mode = p.targetPermissionMode;
+  if (p.action === "approve") {
+    if (mode === undefined || mode === null) throw new AppError("PLAN_PERMISSION_MODE_REQUIRED");
+    if (!(EXECUTION_PERMISSION_MODES as readonly string[]).includes(mode))
+      throw new AppError("PLAN_PERMISSION_MODE_INVALID");
+  }
+  if (row.status !== "pending") {
+    const same = row.action === p.action && (p.action === "reject" || row.target_permission_mode === mode);
+    if (row.status === "expired") throw new AppError("PLAN_APPROVAL_TIMEOUT");
+    if (same) return { kind: "recorded", proposal: proposalView(row) };
+    throw new AppError("PLAN_ALREADY_RESOLVED", undefined, {
+      details: { status: row.status, action: row.action },
+    });
+  }
+  const now = clock.date();
+  if (row.deadline.getTime() <= now.getTime()) {
+    if (opts.readOnly) throw new AppError("PLAN_APPROVAL_CONFLICT");
+    // The expiry commits even though the caller gets an error: the deadline is absolute.
+    const expired = await withTransaction(db, async (tx) => {
+      const locked = await lockRow(tx, row.id);
+      return locked?.status === "pending" ? expireRow(tx, locked) : locked;
+    });
+    return { kind: "recorded", proposal: proposalView(expired ?? row) };
+  }
+  // The file must still be the plan that was submitted: hashed now, outside any lock, and the
+  // write below commits only if the row is still the version that hash was compared with. A
+  // mismatch changes nothing (the row stays pending, Reject still works).
+  if (p.action === "approve") await assertArtifactUnchanged(row, session.workspace_root);
+  if (opts.readOnly) throw new AppError("PLAN_APPROVAL_CONFLICT");
+  if (p.version !== undefined && p.version !== row.version) throw new AppError("PLAN_APPROVAL_CONFLICT");
+  const record = opts.record ?? ((write: ResolveWrite) => write(now).then((w) => w.value));
+  const statement = p.action === "reject" ? rejectStatement : approveStatement;
+  const write: ResolveWrite = (at) =>
+    statement(db, { row, session, principal, mode: mode ?? "", at }).catch((err: unknown) => {
+      if (isConnectionLost(err)) Object.assign(err as object, { inDecision: true });
+      throw err;
+    });
+  try {
+    return await record(write);
+  } catch (err) {
+    if (isRefused(err, "PLAN_APPROVAL_CONFLICT"))
+      throw new AppError("PLAN_APPROVAL_CONFLICT", undefined, { details: { raced: true } });
+    throw err;
+  }
+}
+/** plans.resolve over the store's pool and clock and its row helpers (plan-rows.ts). */
+export function planResolve(deps: PlanStoreDeps, rows: PlanRows) {
+  return (principal: string, p: PlansResolveParams, opts: ResolveOptions): Promise<ResolveOutcome> =>
+    resolve(deps, rows, principal, p, opts);
 }
 
 /** PLAN_ARTIFACT_HASH_MISMATCH unless the plan file holds exactly the submitted bytes (a missing or unsafe file does not). */

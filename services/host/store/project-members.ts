@@ -120,124 +120,156 @@ async function membersPage(
   return { projectId, owner, members: page.items, next: page.next };
 }
 
-export function createProjectMembers({ db, clock }: { db: Db; clock: Clock }) {
-  async function lockProject(tx: Tx, projectId: string): Promise<{ owner: string }> {
-    const r = await tx.query("SELECT owner FROM projects WHERE id = $1 FOR UPDATE", [projectId]);
-    if (r.rowCount === 0) throw new AppError("PROJECT_NOT_FOUND");
-    return r.rows[0];
-  }
+/** What the members operations read: the pool and the host clock (every audit row's time). */
+interface ProjectMembersDeps {
+  db: Db;
+  clock: Clock;
+}
 
-  /** The owner-only check of add and remove, under the project's row lock (FORBIDDEN otherwise). */
-  async function ownerTx<T>(
-    principal: string,
-    projectId: string,
-    body: (tx: Tx, owner: string) => Promise<T>,
-  ): Promise<T> {
-    return withTransaction(db, async (tx) => {
-      const { owner } = await lockProject(tx, projectId);
-      if (owner !== principal)
-        throw new AppError("FORBIDDEN", "only the project's owner may change its members");
-      return body(tx, owner);
+async function lockProject(tx: Tx, projectId: string): Promise<{ owner: string }> {
+  const r = await tx.query("SELECT owner FROM projects WHERE id = $1 FOR UPDATE", [projectId]);
+  if (r.rowCount === 0) throw new AppError("PROJECT_NOT_FOUND");
+  return r.rows[0];
+}
+
+/** The owner-only check of add and remove, under the project's row lock (FORBIDDEN otherwise). */
+async function ownerTx<T>(
+  db: Db,
+  principal: string,
+  projectId: string,
+  body: (tx: Tx, owner: string) => Promise<T>,
+): Promise<T> {
+  return withTransaction(db, async (tx) => {
+    const { owner } = await lockProject(tx, projectId);
+    if (owner !== principal)
+      throw new AppError("FORBIDDEN", "only the project's owner may change its members");
+    return body(tx, owner);
+  });
+}
+
+/** The owner's own member row, written in the transaction that creates the project. */
+async function addOwner(tx: Tx, projectId: string, owner: string, at: Date): Promise<void> {
+  await tx.query(
+    `INSERT INTO project_members (project_id, principal, added_by, added_at) VALUES ($1, $2, $2, $3)
+     ON CONFLICT DO NOTHING`,
+    [projectId, owner, at],
+  );
+}
+
+/** One page of a project's members, the owner first; a non-member is refused FORBIDDEN. */
+async function listMembers(
+  db: Db,
+  principal: string,
+  projectId: string,
+  page: MembersPage = {},
+): Promise<ProjectMembersView> {
+  const r = await db.query(
+    `SELECT owner, ${isMemberSql("projects.id", "$2")} AS member FROM projects WHERE id = $1`,
+    [projectId, principal],
+  );
+  if (r.rowCount === 0) throw new AppError("PROJECT_NOT_FOUND");
+  if (r.rows[0].member !== true) throw new AppError("FORBIDDEN");
+  return membersPage(db, projectId, r.rows[0].owner, page);
+}
+
+/**
+ * Owner only; adding a member again changes nothing (no row, no audit). The audit row names the
+ * member, who reads it with audit.list (audit-query.ts).
+ */
+async function addMember(
+  { db, clock }: ProjectMembersDeps,
+  principal: string,
+  projectId: string,
+  member: string,
+): Promise<ProjectMembersView> {
+  return ownerTx(db, principal, projectId, async (tx, owner) => {
+    const at = clock.date();
+    const r = await tx.query(
+      `INSERT INTO project_members (project_id, principal, added_by, added_at) VALUES ($1, $2, $3, $4)
+       ON CONFLICT DO NOTHING`,
+      [projectId, member, principal, at],
+    );
+    if (r.rowCount === 1)
+      await appendAudit(tx, {
+        at,
+        principal,
+        action: "project.members.add",
+        details: { projectId, member },
+      });
+    return membersPage(tx, projectId, owner, {});
+  });
+}
+
+/**
+ * Owner only; the owner cannot be removed (INVALID_PARAMS, `details.field: "principal"`).
+ * Removing a non-member changes nothing. The removed member's approver rights end at this commit:
+ * their names stay in the sessions' lists but no longer count (re-adding them restores them).
+ */
+async function removeMember(
+  { db, clock }: ProjectMembersDeps,
+  principal: string,
+  projectId: string,
+  member: string,
+): Promise<ProjectMembersView> {
+  return ownerTx(db, principal, projectId, async (tx, owner) => {
+    if (member === owner)
+      throw new AppError("INVALID_PARAMS", "the project's owner is always a member and cannot be removed", {
+        details: { field: "principal" },
+      });
+    const r = await tx.query("DELETE FROM project_members WHERE project_id = $1 AND principal = $2", [
+      projectId,
+      member,
+    ]);
+    if (r.rowCount === 1)
+      await appendAudit(tx, {
+        at: clock.date(),
+        principal,
+        action: "project.members.remove",
+        details: { projectId, member },
+      });
+    return membersPage(tx, projectId, owner, {});
+  });
+}
+
+/**
+ * The caller ends their own membership, audited as `project.leave`; from this commit they are
+ * no approver of the project's sessions (as after a removal) while the sessions they own stay
+ * theirs. The owner cannot leave (PROJECT_OWNER_CANNOT_LEAVE); a non-member is FORBIDDEN.
+ */
+async function leaveProject(
+  { db, clock }: ProjectMembersDeps,
+  principal: string,
+  projectId: string,
+): Promise<ProjectLeft> {
+  return withTransaction(db, async (tx) => {
+    const { owner } = await lockProject(tx, projectId);
+    if (owner === principal) throw new AppError("PROJECT_OWNER_CANNOT_LEAVE");
+    const r = await tx.query("DELETE FROM project_members WHERE project_id = $1 AND principal = $2", [
+      projectId,
+      principal,
+    ]);
+    if (r.rowCount !== 1) throw new AppError("FORBIDDEN", "only a member of the project may leave it");
+    await appendAudit(tx, {
+      at: clock.date(),
+      principal,
+      action: "project.leave",
+      details: { projectId, member: principal },
     });
-  }
+    return { projectId, left: true as const };
+  });
+}
 
+export function createProjectMembers(deps: ProjectMembersDeps) {
+  const { db } = deps;
   return {
-    /** The owner's own member row, written in the transaction that creates the project. */
-    async addOwner(tx: Tx, projectId: string, owner: string, at: Date): Promise<void> {
-      await tx.query(
-        `INSERT INTO project_members (project_id, principal, added_by, added_at) VALUES ($1, $2, $2, $3)
-         ON CONFLICT DO NOTHING`,
-        [projectId, owner, at],
-      );
-    },
-
-    /** One page of a project's members, the owner first; a non-member is refused FORBIDDEN. */
-    async list(principal: string, projectId: string, page: MembersPage = {}): Promise<ProjectMembersView> {
-      const r = await db.query(
-        `SELECT owner, ${isMemberSql("projects.id", "$2")} AS member FROM projects WHERE id = $1`,
-        [projectId, principal],
-      );
-      if (r.rowCount === 0) throw new AppError("PROJECT_NOT_FOUND");
-      if (r.rows[0].member !== true) throw new AppError("FORBIDDEN");
-      return membersPage(db, projectId, r.rows[0].owner, page);
-    },
-
-    /**
-     * Owner only; adding a member again changes nothing (no row, no audit). The audit row names the
-     * member, who reads it with audit.list (audit-query.ts).
-     */
-    async add(principal: string, projectId: string, member: string): Promise<ProjectMembersView> {
-      return ownerTx(principal, projectId, async (tx, owner) => {
-        const at = clock.date();
-        const r = await tx.query(
-          `INSERT INTO project_members (project_id, principal, added_by, added_at) VALUES ($1, $2, $3, $4)
-           ON CONFLICT DO NOTHING`,
-          [projectId, member, principal, at],
-        );
-        if (r.rowCount === 1)
-          await appendAudit(tx, {
-            at,
-            principal,
-            action: "project.members.add",
-            details: { projectId, member },
-          });
-        return membersPage(tx, projectId, owner, {});
-      });
-    },
-
-    /**
-     * Owner only; the owner cannot be removed (INVALID_PARAMS, `details.field: "principal"`).
-     * Removing a non-member changes nothing. The removed member's approver rights end at this commit:
-     * their names stay in the sessions' lists but no longer count (re-adding them restores them).
-     */
-    async remove(principal: string, projectId: string, member: string): Promise<ProjectMembersView> {
-      return ownerTx(principal, projectId, async (tx, owner) => {
-        if (member === owner)
-          throw new AppError(
-            "INVALID_PARAMS",
-            "the project's owner is always a member and cannot be removed",
-            {
-              details: { field: "principal" },
-            },
-          );
-        const r = await tx.query("DELETE FROM project_members WHERE project_id = $1 AND principal = $2", [
-          projectId,
-          member,
-        ]);
-        if (r.rowCount === 1)
-          await appendAudit(tx, {
-            at: clock.date(),
-            principal,
-            action: "project.members.remove",
-            details: { projectId, member },
-          });
-        return membersPage(tx, projectId, owner, {});
-      });
-    },
-
-    /**
-     * The caller ends their own membership, audited as `project.leave`; from this commit they are
-     * no approver of the project's sessions (as after a removal) while the sessions they own stay
-     * theirs. The owner cannot leave (PROJECT_OWNER_CANNOT_LEAVE); a non-member is FORBIDDEN.
-     */
-    async leave(principal: string, projectId: string): Promise<ProjectLeft> {
-      return withTransaction(db, async (tx) => {
-        const { owner } = await lockProject(tx, projectId);
-        if (owner === principal) throw new AppError("PROJECT_OWNER_CANNOT_LEAVE");
-        const r = await tx.query("DELETE FROM project_members WHERE project_id = $1 AND principal = $2", [
-          projectId,
-          principal,
-        ]);
-        if (r.rowCount !== 1) throw new AppError("FORBIDDEN", "only a member of the project may leave it");
-        await appendAudit(tx, {
-          at: clock.date(),
-          principal,
-          action: "project.leave",
-          details: { projectId, member: principal },
-        });
-        return { projectId, left: true as const };
-      });
-    },
+    addOwner,
+    list: (principal: string, projectId: string, page?: MembersPage) =>
+      listMembers(db, principal, projectId, page),
+    add: (principal: string, projectId: string, member: string) =>
+      addMember(deps, principal, projectId, member),
+    remove: (principal: string, projectId: string, member: string) =>
+      removeMember(deps, principal, projectId, member),
+    leave: (principal: string, projectId: string) => leaveProject(deps, principal, projectId),
   };
 }
 

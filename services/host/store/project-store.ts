@@ -1,11 +1,9 @@
 // Rows of projects (docs/architecture.md "Tools"): a workspace root under a configured root, its owner,
 // and its tool settings (network for the sandbox, BrowserPreview origins). Which folders a person may
-// open is workspace-grants.ts, checked on the real path. Every change is one audited
+// open is workspace-grants.ts, checked on the real path (project-root.ts). Every change is one audited
 // transaction on the host clock; tool calls read the settings on every call. No two project roots
 // overlap (equal, inside or containing); overlaps left by earlier versions are kept here, reported.
 // Who may see and use a project: its members (project-members.ts); the owner is one from the start.
-import { promises as fs } from "node:fs";
-import path from "node:path";
 import { AppError } from "../../protocol/app-error.ts";
 import type { Logger } from "../../runtime/log.ts";
 import { ADVISORY_LOCKS } from "./advisory-locks.ts";
@@ -22,8 +20,9 @@ import type { Clock } from "../clock.ts";
 import { type Db, type Tx, withTransaction } from "./db.ts";
 import { newId } from "../ids.ts";
 import { timePosition, timeWindow } from "./keyset-sql.ts";
-import { createProjectMembers, isMemberSql } from "./project-members.ts";
-import { foldersFor, isUnder, openAccess, type WorkspaceAccess } from "./workspace-grants.ts";
+import { createProjectMembers, isMemberSql, type ProjectMembers } from "./project-members.ts";
+import { resolveRoot, type RootAccess } from "./project-root.ts";
+import { openAccess, type WorkspaceAccess } from "./workspace-grants.ts";
 
 interface ProjectRow {
   id: string;
@@ -127,8 +126,194 @@ function view(row: ProjectRow): ProjectView {
   };
 }
 
-/** The real path of an existing folder, or null. */
-const realDir = (p: string) => fs.realpath(p).catch(() => null);
+/** What every project-store operation reads: the pool, the host clock and the folders people may open. */
+interface ProjectStoreDeps extends RootAccess {
+  db: Db;
+  clock: Clock;
+}
+
+/** The overlapping pairs loaded at start and, per root, the projects it overlaps (reportOverlaps). */
+interface OverlapState {
+  overlaps: ProjectOverlap[];
+  overlapIndex: Map<string, string[]>;
+}
+
+async function getRow(q: Db | Tx, projectId: string, forUpdate = false): Promise<ProjectRow> {
+  const r = await q.query(
+    `SELECT ${PROJECT_COLUMNS} FROM projects WHERE id = $1${forUpdate ? " FOR UPDATE" : ""}`,
+    [projectId],
+  );
+  if (r.rowCount === 0) throw new AppError("PROJECT_NOT_FOUND");
+  return r.rows[0];
+}
+
+/**
+ * Refuses (PROJECT_ROOT_OVERLAPS) a real root equal to, inside or containing another project's
+ * root; the other's root is named only if `mayView(owner)`. Unlocked: creates check again.
+ */
+async function assertNoOverlap(q: Db | Tx, root: string, mayView: (owner: string) => boolean) {
+  const r = await q.query(
+    `SELECT id, owner, workspace_root FROM projects
+      WHERE workspace_root <> ''
+        AND (left(${PREFIX_SQL("workspace_root")}, length($1)) = $1
+         OR left($1, length(${PREFIX_SQL("workspace_root")})) = ${PREFIX_SQL("workspace_root")})
+      ORDER BY created_at, id LIMIT 1`,
+    [asPrefix(root)],
+  );
+  const other = r.rows[0];
+  if (!other) return;
+  const side = { projectId: other.id, owner: other.owner, workspaceRoot: other.workspace_root };
+  throw overlapRefusal(root, side, mayView(other.owner));
+}
+
+/** Whose roots a create's refusal may name, and what joins its audit row's details. */
+interface CreateOptions {
+  mayView?: (owner: string) => boolean;
+  audit?: Record<string, unknown>;
+}
+
+/**
+ * Projects may live only in an existing directory the caller may open (resolveRoot) that
+ * overlaps no other project's root (checked under an advisory lock: of two concurrent creates
+ * of nested roots exactly one wins). `opts.mayView` says whose roots a refusal may name
+ * (default: the caller's own projects); `opts.audit` joins the audit row's details.
+ */
+async function createProject(
+  deps: ProjectStoreDeps,
+  members: Pick<ProjectMembers, "addOwner">,
+  principal: string,
+  name: string,
+  workspaceRoot: string,
+  opts: CreateOptions = {},
+): Promise<ProjectView> {
+  const mayView = opts.mayView ?? ((owner: string) => owner === principal);
+  const { root: real } = await resolveRoot(deps, principal, workspaceRoot);
+  const id = newId("prj");
+  const at = deps.clock.date();
+  return withTransaction(deps.db, async (tx) => {
+    await tx.query("SELECT pg_advisory_xact_lock($1)", [PROJECT_ROOTS_LOCK]);
+    await assertNoOverlap(tx, real, mayView);
+    const r = await tx.query(
+      `INSERT INTO projects (id, name, workspace_root, owner, created_at) VALUES ($1, $2, $3, $4, $5)
+       RETURNING ${PROJECT_COLUMNS}`,
+      [id, name, real, principal, at],
+    );
+    await members.addOwner(tx, id, principal, at);
+    await appendAudit(tx, {
+      at,
+      principal,
+      action: "project.create",
+      details: { projectId: id, workspaceRoot: real, ...opts.audit },
+    });
+    return view(r.rows[0]);
+  });
+}
+
+/**
+ * Loads the overlapping pairs (earlier versions did not refuse them), keeps them for
+ * `overlapOf` and `overlaps`, and logs them: `host.project_overlaps` (warn with the pairs; info
+ * with count 0). Called once at start; creates never add a pair afterwards.
+ */
+async function reportOverlaps(db: Db, state: OverlapState, log: Logger): Promise<ProjectOverlap[]> {
+  const pairs = await overlappingProjects(db);
+  state.overlaps = pairs;
+  const overlapIndex = new Map<string, string[]>();
+  state.overlapIndex = overlapIndex;
+  for (const [a, b] of pairs) {
+    for (const [self, other] of [
+      [a, b],
+      [b, a],
+    ] as const) {
+      const list = overlapIndex.get(self.workspaceRoot) ?? [];
+      if (!list.includes(other.projectId)) list.push(other.projectId);
+      overlapIndex.set(self.workspaceRoot, list);
+    }
+  }
+  if (pairs.length === 0) log.info("host.project_overlaps", { count: 0 });
+  else
+    log.warn("host.project_overlaps", {
+      count: pairs.length,
+      message:
+        "projects whose roots overlap: their tool calls are refused with PROJECT_ROOT_OVERLAPS (docs/operations.md)",
+      pairs: pairs.map(([a, b]) =>
+        [a, b].map((x) => ({ projectId: x.projectId, workspaceRoot: x.workspaceRoot })),
+      ),
+    });
+  return pairs;
+}
+
+/** The project, to a member only: PROJECT_NOT_FOUND, else FORBIDDEN for anyone else. */
+async function getProject(db: Db, principal: string, projectId: string): Promise<ProjectView> {
+  const r = await db.query(
+    `SELECT ${PROJECT_COLUMNS}, ${isMemberSql("projects.id", "$2")} AS member FROM projects WHERE id = $1`,
+    [projectId, principal],
+  );
+  if (r.rowCount === 0) throw new AppError("PROJECT_NOT_FOUND");
+  if (r.rows[0].member !== true) throw new AppError("FORBIDDEN");
+  return view(r.rows[0]);
+}
+
+/**
+ * One page of the projects `principal` is a member of, newest membership first (a keyset on
+ * when they were added, then the project id), each with who added them and when.
+ */
+async function listForMember(db: Db, principal: string, p: ProjectsListParams): Promise<ProjectList> {
+  const w = timeWindow(
+    { limit: p.limit, cursor: p.before },
+    { time: "m.added_at", id: "p.id", direction: "before", first: 2 },
+  );
+  const r = await db.query<ProjectRow & { added_by: string | null; added_at: Date; position_us: string }>(
+    `SELECT ${qualified("p")}, m.added_by, m.added_at, ${w.select}
+       FROM project_members m JOIN projects p ON p.id = m.project_id
+      WHERE m.principal = $1 AND ${w.condition} ORDER BY ${w.order} LIMIT ${w.limit + 1}`,
+    [principal, ...w.params],
+  );
+  const page = boundPage(r.rows, {
+    limit: w.limit,
+    view: (row) => ({ ...view(row), addedBy: row.added_by, addedAt: row.added_at.toISOString() }),
+    position: timePosition,
+  });
+  return { projects: page.items, next: page.next };
+}
+
+/**
+ * Changes the project's tool settings (the caller checked the principal) in one audited,
+ * version-bumping transaction; a stale expectedVersion or an unchanged request changes nothing.
+ */
+async function configure(
+  { db, clock }: ProjectStoreDeps,
+  principal: string,
+  p: ProjectsConfigureParams,
+): Promise<ProjectView> {
+  const origins = p.previewOrigins === undefined ? undefined : normalisePreviewOrigins(p.previewOrigins);
+  return withTransaction(db, async (tx) => {
+    const before = await getRow(tx, p.projectId, true);
+    if (p.expectedVersion !== undefined && p.expectedVersion !== before.version)
+      throw new AppError("PROJECT_VERSION_CONFLICT", undefined, {
+        details: { expectedVersion: p.expectedVersion, version: before.version },
+      });
+    const network = p.network ?? before.network_allowed;
+    const previewOrigins = origins ?? before.preview_origins;
+    const changes: Record<string, { from: unknown; to: unknown }> = {};
+    if (network !== before.network_allowed) changes.network = { from: before.network_allowed, to: network };
+    if (previewOrigins.join("\n") !== before.preview_origins.join("\n"))
+      changes.previewOrigins = { from: before.preview_origins, to: previewOrigins };
+    if (Object.keys(changes).length === 0) return view(before);
+    const at = clock.date();
+    const r = await tx.query(
+      `UPDATE projects SET network_allowed = $2, preview_origins = $3, version = version + 1, updated_at = $4
+       WHERE id = $1 RETURNING ${PROJECT_COLUMNS}`,
+      [p.projectId, network, previewOrigins, at],
+    );
+    await appendAudit(tx, {
+      at,
+      principal,
+      action: "project.configure",
+      details: { projectId: p.projectId, changes, version: before.version + 1 },
+    });
+    return view(r.rows[0]);
+  });
+}
 
 export function createProjectStore({
   db,
@@ -142,240 +327,26 @@ export function createProjectStore({
   /** Which folders each person may open (HostConfig.workspaceAccess); default: development's. */
   workspaceAccess?: WorkspaceAccess;
 }) {
-  async function getRow(q: Db | Tx, projectId: string, forUpdate = false): Promise<ProjectRow> {
-    const r = await q.query(
-      `SELECT ${PROJECT_COLUMNS} FROM projects WHERE id = $1${forUpdate ? " FOR UPDATE" : ""}`,
-      [projectId],
-    );
-    if (r.rowCount === 0) throw new AppError("PROJECT_NOT_FOUND");
-    return r.rows[0];
-  }
-
-  let overlaps: ProjectOverlap[] = [];
-  let overlapIndex = new Map<string, string[]>();
+  const deps: ProjectStoreDeps = { db, clock, workspaceRoots, workspaceAccess };
+  const state: OverlapState = { overlaps: [], overlapIndex: new Map() };
   const members = createProjectMembers({ db, clock });
-
-  const store = {
+  return {
     /** Who may see and use each project: members.add / remove / list. */
     members,
-
-    /**
-     * The real path of a root `principal` asks for and the configured root it lies under. Refused
-     * (WORKSPACE_NOT_ALLOWED, naming only the caller's own folders): not an existing directory, a
-     * configured root itself (it holds everyone's folders), or outside every folder granted to the
-     * caller (workspace-grants.ts; symlinks resolved on both sides, a granted folder that does not
-     * exist or whose real path leaves every root grants nothing). Whether a path outside the
-     * caller's folders exists is never said.
-     */
-    async resolveRoot(
-      principal: string,
-      workspaceRoot: string,
-    ): Promise<{ root: string; configuredRoot: string }> {
-      const requested = path.resolve(workspaceRoot);
-      const real = await fs.realpath(requested).catch(() => null);
-      const isDir = real ? (await fs.stat(real).catch(() => null))?.isDirectory() === true : false;
-      const configured = await Promise.all(workspaceRoots.map(realDir));
-      const folders = await Promise.all(
-        foldersFor(workspaceAccess, principal).map(async (folder) => ({
-          folder,
-          real: await realDir(folder),
-        })),
-      );
-      const underRoot = (p: string) => configured.some((r) => r !== null && isUnder(p, r));
-      // A granted folder that is missing, or whose real path leaves every root, grants nothing.
-      const usable = folders.filter(
-        (f): f is { folder: string; real: string } => f.real !== null && underRoot(f.real),
-      );
-      const isRoot = real !== null && configured.includes(real);
-      const configuredRoot =
-        real === null ? undefined : configured.find((r) => r !== null && isUnder(real, r));
-      if (real && isDir && !isRoot && configuredRoot && usable.some((f) => isUnder(real, f.real)))
-        return { root: real, configuredRoot };
-
-      const mayOpen = usable.map((f) => f.folder);
-      const unusable = folders.filter((f) => f.real === null || !underRoot(f.real)).map((f) => f.folder);
-      const yours =
-        (mayOpen.length > 0 ? `you may open folders under ${mayOpen.join(", ")}` : "you may open no folder") +
-        (unusable.length > 0
-          ? ` (granted but missing or outside PI_WORKSPACE_ROOTS: ${unusable.join(", ")})`
-          : "");
-      // One reason for all but a root: which paths outside the caller's folders exist (a symlink
-      // from their folder could point anywhere) is not the caller's to learn.
-      const why = isRoot
-        ? "is a configured workspace root (PI_WORKSPACE_ROOTS), which holds everyone's folders"
-        : "is not an existing directory in a folder you may open";
-      throw new AppError("WORKSPACE_NOT_ALLOWED", `${requested} ${why}; ${yours}`, {
-        details: { mayOpen, ...(unusable.length > 0 ? { unusable } : {}) },
-      });
-    },
-
-    /**
-     * Refuses (PROJECT_ROOT_OVERLAPS) a real root equal to, inside or containing another project's
-     * root; the other's root is named only if `mayView(owner)`. Unlocked: creates check again.
-     */
-    async assertNoOverlap(root: string, mayView: (owner: string) => boolean, q: Db | Tx = db) {
-      const r = await q.query(
-        `SELECT id, owner, workspace_root FROM projects
-          WHERE workspace_root <> ''
-            AND (left(${PREFIX_SQL("workspace_root")}, length($1)) = $1
-             OR left($1, length(${PREFIX_SQL("workspace_root")})) = ${PREFIX_SQL("workspace_root")})
-          ORDER BY created_at, id LIMIT 1`,
-        [asPrefix(root)],
-      );
-      const other = r.rows[0];
-      if (!other) return;
-      const side = { projectId: other.id, owner: other.owner, workspaceRoot: other.workspace_root };
-      throw overlapRefusal(root, side, mayView(other.owner));
-    },
-
-    /**
-     * Projects may live only in an existing directory the caller may open (resolveRoot) that
-     * overlaps no other project's root (checked under an advisory lock: of two concurrent creates
-     * of nested roots exactly one wins). `opts.mayView` says whose roots a refusal may name
-     * (default: the caller's own projects); `opts.audit` joins the audit row's details.
-     */
-    async create(
-      principal: string,
-      name: string,
-      workspaceRoot: string,
-      opts: { mayView?: (owner: string) => boolean; audit?: Record<string, unknown> } = {},
-    ): Promise<ProjectView> {
-      const mayView = opts.mayView ?? ((owner: string) => owner === principal);
-      const { root: real } = await store.resolveRoot(principal, workspaceRoot);
-      const id = newId("prj");
-      const at = clock.date();
-      return withTransaction(db, async (tx) => {
-        await tx.query("SELECT pg_advisory_xact_lock($1)", [PROJECT_ROOTS_LOCK]);
-        await store.assertNoOverlap(real, mayView, tx);
-        const r = await tx.query(
-          `INSERT INTO projects (id, name, workspace_root, owner, created_at) VALUES ($1, $2, $3, $4, $5)
-           RETURNING ${PROJECT_COLUMNS}`,
-          [id, name, real, principal, at],
-        );
-        await members.addOwner(tx, id, principal, at);
-        await appendAudit(tx, {
-          at,
-          principal,
-          action: "project.create",
-          details: { projectId: id, workspaceRoot: real, ...opts.audit },
-        });
-        return view(r.rows[0]);
-      });
-    },
-
-    /**
-     * Loads the overlapping pairs (earlier versions did not refuse them), keeps them for
-     * `overlapOf` and `overlaps`, and logs them: `host.project_overlaps` (warn with the pairs; info
-     * with count 0). Called once at start; creates never add a pair afterwards.
-     */
-    async reportOverlaps(log: Logger): Promise<ProjectOverlap[]> {
-      const pairs = await overlappingProjects(db);
-      overlaps = pairs;
-      overlapIndex = new Map();
-      for (const [a, b] of pairs) {
-        for (const [self, other] of [
-          [a, b],
-          [b, a],
-        ] as const) {
-          const list = overlapIndex.get(self.workspaceRoot) ?? [];
-          if (!list.includes(other.projectId)) list.push(other.projectId);
-          overlapIndex.set(self.workspaceRoot, list);
-        }
-      }
-      if (pairs.length === 0) log.info("host.project_overlaps", { count: 0 });
-      else
-        log.warn("host.project_overlaps", {
-          count: pairs.length,
-          message:
-            "projects whose roots overlap: their tool calls are refused with PROJECT_ROOT_OVERLAPS (docs/operations.md)",
-          pairs: pairs.map(([a, b]) =>
-            [a, b].map((x) => ({ projectId: x.projectId, workspaceRoot: x.workspaceRoot })),
-          ),
-        });
-      return pairs;
-    },
-
+    resolveRoot: (principal: string, workspaceRoot: string) => resolveRoot(deps, principal, workspaceRoot),
+    assertNoOverlap: (root: string, mayView: (owner: string) => boolean, q: Db | Tx = db) =>
+      assertNoOverlap(q, root, mayView),
+    create: (principal: string, name: string, workspaceRoot: string, opts?: CreateOptions) =>
+      createProject(deps, members, principal, name, workspaceRoot, opts),
+    reportOverlaps: (log: Logger) => reportOverlaps(db, state, log),
     /** The projects a workspace root overlaps (loaded at start), or null: a lookup, not a query. */
-    overlapOf(workspaceRoot: string): string[] | null {
-      return overlapIndex.get(workspaceRoot) ?? null;
-    },
-
+    overlapOf: (workspaceRoot: string): string[] | null => state.overlapIndex.get(workspaceRoot) ?? null,
     /** The overlapping pairs loaded at start (for `host.status`). */
-    overlaps(): readonly ProjectOverlap[] {
-      return overlaps;
-    },
-
-    /** The project, to a member only: PROJECT_NOT_FOUND, else FORBIDDEN for anyone else. */
-    async get(principal: string, projectId: string): Promise<ProjectView> {
-      const r = await db.query(
-        `SELECT ${PROJECT_COLUMNS}, ${isMemberSql("projects.id", "$2")} AS member FROM projects WHERE id = $1`,
-        [projectId, principal],
-      );
-      if (r.rowCount === 0) throw new AppError("PROJECT_NOT_FOUND");
-      if (r.rows[0].member !== true) throw new AppError("FORBIDDEN");
-      return view(r.rows[0]);
-    },
-
-    /**
-     * One page of the projects `principal` is a member of, newest membership first (a keyset on
-     * when they were added, then the project id), each with who added them and when.
-     */
-    async listForMember(principal: string, p: ProjectsListParams): Promise<ProjectList> {
-      const w = timeWindow(
-        { limit: p.limit, cursor: p.before },
-        { time: "m.added_at", id: "p.id", direction: "before", first: 2 },
-      );
-      const r = await db.query<ProjectRow & { added_by: string | null; added_at: Date; position_us: string }>(
-        `SELECT ${qualified("p")}, m.added_by, m.added_at, ${w.select}
-           FROM project_members m JOIN projects p ON p.id = m.project_id
-          WHERE m.principal = $1 AND ${w.condition} ORDER BY ${w.order} LIMIT ${w.limit + 1}`,
-        [principal, ...w.params],
-      );
-      const page = boundPage(r.rows, {
-        limit: w.limit,
-        view: (row) => ({ ...view(row), addedBy: row.added_by, addedAt: row.added_at.toISOString() }),
-        position: timePosition,
-      });
-      return { projects: page.items, next: page.next };
-    },
-
-    /**
-     * Changes the project's tool settings (the caller checked the principal) in one audited,
-     * version-bumping transaction; a stale expectedVersion or an unchanged request changes nothing.
-     */
-    async configure(principal: string, p: ProjectsConfigureParams): Promise<ProjectView> {
-      const origins = p.previewOrigins === undefined ? undefined : normalisePreviewOrigins(p.previewOrigins);
-      return withTransaction(db, async (tx) => {
-        const before = await getRow(tx, p.projectId, true);
-        if (p.expectedVersion !== undefined && p.expectedVersion !== before.version)
-          throw new AppError("PROJECT_VERSION_CONFLICT", undefined, {
-            details: { expectedVersion: p.expectedVersion, version: before.version },
-          });
-        const network = p.network ?? before.network_allowed;
-        const previewOrigins = origins ?? before.preview_origins;
-        const changes: Record<string, { from: unknown; to: unknown }> = {};
-        if (network !== before.network_allowed)
-          changes.network = { from: before.network_allowed, to: network };
-        if (previewOrigins.join("\n") !== before.preview_origins.join("\n"))
-          changes.previewOrigins = { from: before.preview_origins, to: previewOrigins };
-        if (Object.keys(changes).length === 0) return view(before);
-        const at = clock.date();
-        const r = await tx.query(
-          `UPDATE projects SET network_allowed = $2, preview_origins = $3, version = version + 1, updated_at = $4
-           WHERE id = $1 RETURNING ${PROJECT_COLUMNS}`,
-          [p.projectId, network, previewOrigins, at],
-        );
-        await appendAudit(tx, {
-          at,
-          principal,
-          action: "project.configure",
-          details: { projectId: p.projectId, changes, version: before.version + 1 },
-        });
-        return view(r.rows[0]);
-      });
-    },
+    overlaps: (): readonly ProjectOverlap[] => state.overlaps,
+    get: (principal: string, projectId: string) => getProject(db, principal, projectId),
+    listForMember: (principal: string, p: ProjectsListParams) => listForMember(db, principal, p),
+    configure: (principal: string, p: ProjectsConfigureParams) => configure(deps, principal, p),
   };
-  return store;
 }
 
 export type ProjectStore = ReturnType<typeof createProjectStore>;

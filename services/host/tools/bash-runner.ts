@@ -138,6 +138,23 @@ export async function runBash(args: Record<string, unknown>, ctx: BashContext): 
   }
 }
 
+type Sandbox = Awaited<ReturnType<typeof startSandbox>>;
+
+/**
+ * One call's sandbox while it runs: each stream's output, whether the command has reported (fd 4)
+ * that it runs in the finished sandbox (`live`), whether the run is over (`ended`), the output held
+ * back until then, and why the sandbox was killed, if it was.
+ */
+interface BashRun {
+  ctx: BashContext;
+  sandbox: Sandbox;
+  out: { stdout: Collected; stderr: Collected };
+  live: boolean;
+  ended: boolean;
+  pending: Array<[OutputStream, Buffer]>;
+  reason: "timeout" | "abort" | null;
+}
+
 async function runBashIn(
   args: Record<string, unknown>,
   ctx: BashContext,
@@ -148,7 +165,7 @@ async function runBashIn(
   const parsed = parseBashArgs(args, ctx.defaultTimeoutMs ?? BASH_DEFAULT_TIMEOUT_MS);
   if ("content" in parsed) return parsed;
   if (ctx.signal?.aborted) return result("TURN_ABORTED", "the call was aborted before it started", {});
-  let sandbox: Awaited<ReturnType<typeof startSandbox>>;
+  let sandbox: Sandbox;
   try {
     sandbox = await startSandbox({
       workspace: ctx.workspace,
@@ -162,57 +179,79 @@ async function runBashIn(
       return result("SANDBOX_UNAVAILABLE", err.message, err.details ?? {});
     throw err;
   }
-  const { child } = sandbox;
-  const out = { stdout: new Collected(), stderr: new Collected() };
   // Output that arrives before the command reports (fd 4) that it runs in the finished sandbox is
   // held back: a sandbox that fails to start streams nothing, and bwrap's own errors stay out.
-  let live = false;
-  let ended = false;
-  const pending: Array<[OutputStream, Buffer]> = [];
+  const run: BashRun = {
+    ctx,
+    sandbox,
+    out: { stdout: new Collected(), stderr: new Collected() },
+    live: false,
+    ended: false,
+    pending: [],
+    reason: null,
+  };
+  sandbox.stdout.on("data", onData(run, "stdout"));
+  sandbox.stderr.on("data", onData(run, "stderr"));
+  const exit = await runToEnd(run, parsed.timeoutMs);
+  const outcome = bashResult(run, exit, parsed.timeoutMs, attempt);
+  if (outcome === "retry") return runBashIn(args, ctx, settings, sessionId, attempt + 1);
+  return outcome;
+}
 
-  const emit = (stream: OutputStream, chunk: Buffer) => {
-    const c = out[stream];
-    c.add(chunk);
-    if (!ctx.onOutput || c.streamed >= MAX_STREAMED_BYTES) return;
-    const part = chunk.subarray(0, MAX_STREAMED_BYTES - c.streamed);
-    c.streamed += part.length;
-    const text = c.decoder.write(part);
-    if (text) ctx.onOutput(stream, text);
-    if (c.streamed >= MAX_STREAMED_BYTES)
-      ctx.onOutput(stream, "\n[streamed output truncated; the rest is counted, not sent]\n");
-  };
-  const onData = (stream: OutputStream) => (chunk: Buffer) => {
-    if (ended) return;
-    if (live) emit(stream, chunk);
-    else pending.push([stream, chunk]);
-  };
-  sandbox.stdout.on("data", onData("stdout"));
-  sandbox.stderr.on("data", onData("stderr"));
+function emit(run: BashRun, stream: OutputStream, chunk: Buffer): void {
+  const { ctx } = run;
+  const c = run.out[stream];
+  c.add(chunk);
+  if (!ctx.onOutput || c.streamed >= MAX_STREAMED_BYTES) return;
+  const part = chunk.subarray(0, MAX_STREAMED_BYTES - c.streamed);
+  c.streamed += part.length;
+  const text = c.decoder.write(part);
+  if (text) ctx.onOutput(stream, text);
+  if (c.streamed >= MAX_STREAMED_BYTES)
+    ctx.onOutput(stream, "\n[streamed output truncated; the rest is counted, not sent]\n");
+}
 
-  let reason: "timeout" | "abort" | null = null;
-  const kill = (why: "timeout" | "abort") => {
-    if (reason || ended) return;
-    reason = why;
-    // The sandbox's first process is init of its PID namespace: its death ends every descendant.
-    const firstPid = sandbox.firstPid();
-    if (firstPid) {
-      try {
-        process.kill(firstPid, "SIGKILL");
-      } catch {}
-    }
-    child.kill("SIGKILL");
+function onData(run: BashRun, stream: OutputStream) {
+  return (chunk: Buffer) => {
+    if (run.ended) return;
+    if (run.live) emit(run, stream, chunk);
+    else run.pending.push([stream, chunk]);
   };
-  const timer = setTimeout(() => kill("timeout"), parsed.timeoutMs);
-  const onAbort = () => kill("abort");
+}
+
+function kill(run: BashRun, why: "timeout" | "abort"): void {
+  if (run.reason || run.ended) return;
+  run.reason = why;
+  // The sandbox's first process is init of its PID namespace: its death ends every descendant.
+  const firstPid = run.sandbox.firstPid();
+  if (firstPid) {
+    try {
+      process.kill(firstPid, "SIGKILL");
+    } catch {}
+  }
+  run.sandbox.child.kill("SIGKILL");
+}
+
+/**
+ * Streams the run's output once it is live, kills it at the timeout or on abort, and waits until
+ * the sandbox and its output are gone; returns how bwrap exited.
+ */
+async function runToEnd(
+  run: BashRun,
+  timeoutMs: number,
+): Promise<{ code: number | null; signal: NodeJS.Signals | null }> {
+  const { ctx, sandbox, out } = run;
+  const timer = setTimeout(() => kill(run, "timeout"), timeoutMs);
+  const onAbort = () => kill(run, "abort");
   ctx.signal?.addEventListener("abort", onAbort, { once: true });
   if (ctx.signal?.aborted) onAbort();
 
   const closed = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
-    child.on("close", (code, signal) => resolve({ code, signal })),
+    sandbox.child.on("close", (code, signal) => resolve({ code, signal })),
   );
   if (await sandbox.started) {
-    live = true;
-    for (const [stream, chunk] of pending.splice(0)) emit(stream, chunk);
+    run.live = true;
+    for (const [stream, chunk] of run.pending.splice(0)) emit(run, stream, chunk);
   }
   const exit = await closed;
   clearTimeout(timer);
@@ -220,9 +259,9 @@ async function runBashIn(
   // The output pipes end once every writer in the sandbox is gone (the whole sandbox dies with its
   // first process); bounded all the same, in case something outside kept a copy.
   await Promise.race([sandbox.outputEnded, new Promise((r) => setTimeout(r, 2000))]);
-  if (!live) {
+  if (!run.live) {
     // Data events of the pipes may still be queued when close is reported: they were bwrap's own.
-    for (const [stream, chunk] of pending.splice(0)) out[stream].add(chunk);
+    for (const [stream, chunk] of run.pending.splice(0)) out[stream].add(chunk);
   }
   const firstPid = sandbox.firstPid();
   if (firstPid) {
@@ -230,15 +269,25 @@ async function runBashIn(
     const deadline = Date.now() + 2000;
     while (!isGone(firstPid) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
   }
-  ended = true;
+  run.ended = true;
   for (const s of ["stdout", "stderr"] as const) {
-    if (!live) continue;
+    if (!run.live) continue;
     const tail = out[s].decoder.end();
     if (tail && ctx.onOutput && out[s].streamed < MAX_STREAMED_BYTES) ctx.onOutput(s, tail);
   }
   sandbox.stdout.destroy();
   sandbox.stderr.destroy();
+  return exit;
+}
 
+/** The call's result from how the run ended, or "retry" for a sandbox that never came up. */
+function bashResult(
+  run: BashRun,
+  exit: { code: number | null; signal: NodeJS.Signals | null },
+  timeoutMs: number,
+  attempt: number,
+): ToolExecuteResult | "retry" {
+  const { ctx, sandbox, out, live, reason } = run;
   const details = {
     exitCode: exit.code,
     stdout: out.stdout.text(),
@@ -253,8 +302,7 @@ async function runBashIn(
     // The command never ran (it waits at the gate until the sandbox reports it is up), so a sandbox
     // that failed to come up is tried once more: bwrap's namespace setup fails now and then under
     // heavy load (a loopback address the kernel refused) and works the next time.
-    if (attempt < BASH_SANDBOX_ATTEMPTS && !ctx.signal?.aborted)
-      return runBashIn(args, ctx, settings, sessionId, attempt + 1);
+    if (attempt < BASH_SANDBOX_ATTEMPTS && !ctx.signal?.aborted) return "retry";
     // bwrap's own words (a folder it could not bind, a namespace it may not create) are the real
     // reason: the person reads it in the result, not only in a database row.
     const said = details.stderr.trim().split("\n").slice(-5).join("\n").slice(0, 2000);
@@ -270,10 +318,10 @@ async function runBashIn(
     );
   }
   if (reason === "timeout")
-    return result("TOOL_TIMEOUT", `the command ran past ${parsed.timeoutMs} ms and was killed`, {
+    return result("TOOL_TIMEOUT", `the command ran past ${timeoutMs} ms and was killed`, {
       ...details,
       exitCode: null,
-      timeoutMs: parsed.timeoutMs,
+      timeoutMs,
     });
   if (reason === "abort")
     return result("TURN_ABORTED", "the call was aborted; the command was killed", {

@@ -17,6 +17,7 @@ import {
 } from "./sandbox-limits.ts";
 import { prepareNetworkEtc, startSlirp } from "./sandbox-network.ts";
 import { noUserNamespaceFilter } from "./sandbox-seccomp.ts";
+import { outputEndedOf, startedOf, watchFirstPid } from "./sandbox-streams.ts";
 import {
   asUser,
   DEFAULT_SANDBOX_USER,
@@ -190,20 +191,8 @@ function bwrapArgs(
   return args;
 }
 
-/**
- * Starts `bash -c command` in the sandbox. bwrap is launched by `setpriv` as the sandbox user (never
- * root, nor root mapped into a user namespace) with its own user, PID, IPC, UTS, cgroup and network
- * namespaces and `--die-with-parent`: killing bwrap or the sandbox's first process ends every
- * descendant. The sandbox sees an empty environment plus a fixed PATH and HOME, /usr and a few /etc
- * files read-only, a private /tmp, /proc and /dev, the workspace writable at its own host path, the
- * session's scratch folder writable and `<workspace>/.pi` read-only. The command waits at a
- * gate inside until the host has finished the setup (the network configured) and sends the go byte:
- * a host that dies before that closes the gate, and the command never runs. Throws SANDBOX_UNAVAILABLE when bwrap, setpriv or (for a
- * project with network) slirp4netns is missing, the user does not exist, or the folders cannot be
- * prepared; a sandbox that fails to come up shows as `started` resolving false, with `failure()`
- * saying why when the host tore it down (the caller reports SANDBOX_UNAVAILABLE then).
- */
-export async function startSandbox(spec: SandboxSpec): Promise<SandboxProcess> {
+/** The programs a sandbox takes (SANDBOX_UNAVAILABLE naming the one missing), and its seccomp filter. */
+function sandboxPrograms(spec: SandboxSpec) {
   const bwrap = findProgram("bwrap");
   const setpriv = findProgram("setpriv");
   if (!bwrap) throw sandboxUnavailable("bwrap (Debian package bubblewrap) is not installed");
@@ -222,9 +211,15 @@ export async function startSandbox(spec: SandboxSpec): Promise<SandboxProcess> {
       `the project allows network, but this host's architecture (${process.arch}) has no user-namespace filter`,
       { network: true },
     );
-  const user = await lookupSandboxUser(spec.settings.user);
-  // Everything the host prepares, at once: the session's scratch folder, the sealed `.pi`, the
-  // sandbox's /etc files, the output pipes and the sandbox's own cgroup (sandbox-limits.ts).
+  return { bwrap, setpriv, slirp, filter };
+}
+
+/**
+ * Everything the host prepares, at once: the session's scratch folder, the sealed `.pi`, the
+ * sandbox's /etc files, the output pipes and the sandbox's own cgroup (sandbox-limits.ts). If any
+ * fails, what the others made is released and the refusal says which part failed.
+ */
+async function prepareSandbox(spec: SandboxSpec, user: SandboxUser) {
   const limits = await sandboxLimits(spec.settings);
   const prepared = await Promise.allSettled([
     prepareScratch(spec.settings, spec.sessionId, user),
@@ -245,17 +240,29 @@ export async function startSandbox(spec: SandboxSpec): Promise<SandboxProcess> {
       throw sandboxUnavailable(`cannot bound the sandbox (cgroups): ${(err as Error).message}`);
     throw sandboxUnavailable(`cannot prepare the sandbox's folders: ${(err as Error).message}`);
   }
-  const scratch = (scratchP as PromiseFulfilledResult<string>).value;
-  const piDir = (piDirP as PromiseFulfilledResult<string>).value;
-  const sandboxEtc = (etcP as PromiseFulfilledResult<string>).value;
-  const netEtc = (netEtcP as PromiseFulfilledResult<string | null>).value;
-  const group = (groupP as PromiseFulfilledResult<Awaited<ReturnType<SandboxLimits["create"]>>>).value;
-  const out = (outP as PromiseFulfilledResult<Awaited<ReturnType<typeof outputFifos>>>).value;
-  let child: ChildProcess;
+  return {
+    scratch: (scratchP as PromiseFulfilledResult<string>).value,
+    piDir: (piDirP as PromiseFulfilledResult<string>).value,
+    sandboxEtc: (etcP as PromiseFulfilledResult<string>).value,
+    netEtc: (netEtcP as PromiseFulfilledResult<string | null>).value,
+    group: (groupP as PromiseFulfilledResult<Awaited<ReturnType<SandboxLimits["create"]>>>).value,
+    out: (outP as PromiseFulfilledResult<Awaited<ReturnType<typeof outputFifos>>>).value,
+  };
+}
+
+/** Spawns the launcher: into the sandbox's cgroups, then setpriv as the sandbox user, then bwrap. */
+function launchSandbox(
+  spec: SandboxSpec,
+  programs: ReturnType<typeof sandboxPrograms>,
+  user: SandboxUser,
+  prepared: Awaited<ReturnType<typeof prepareSandbox>>,
+): ChildProcess {
+  const { setpriv, bwrap, filter } = programs;
+  const { scratch, piDir, netEtc, sandboxEtc, group, out } = prepared;
   try {
     // The launcher joins the sandbox's cgroups and takes oom_score_adj 1000 itself, then execs
     // setpriv and bwrap: every process of the sandbox is inside from its first instruction.
-    child = spawn(
+    return spawn(
       "/bin/sh",
       joinArgs(group.procsFiles, [
         setpriv,
@@ -287,17 +294,30 @@ export async function startSandbox(spec: SandboxSpec): Promise<SandboxProcess> {
     // writer in the sandbox is the end of the stream.
     for (const fd of out.write) closeSync(fd);
   }
+}
+
+/**
+ * Starts `bash -c command` in the sandbox. bwrap is launched by `setpriv` as the sandbox user (never
+ * root, nor root mapped into a user namespace) with its own user, PID, IPC, UTS, cgroup and network
+ * namespaces and `--die-with-parent`: killing bwrap or the sandbox's first process ends every
+ * descendant. The sandbox sees an empty environment plus a fixed PATH and HOME, /usr and a few /etc
+ * files read-only, a private /tmp, /proc and /dev, the workspace writable at its own host path, the
+ * session's scratch folder writable and `<workspace>/.pi` read-only. The command waits at a
+ * gate inside until the host has finished the setup (the network configured) and sends the go byte:
+ * a host that dies before that closes the gate, and the command never runs. Throws SANDBOX_UNAVAILABLE when bwrap, setpriv or (for a
+ * project with network) slirp4netns is missing, the user does not exist, or the folders cannot be
+ * prepared; a sandbox that fails to come up shows as `started` resolving false, with `failure()`
+ * saying why when the host tore it down (the caller reports SANDBOX_UNAVAILABLE then).
+ */
+export async function startSandbox(spec: SandboxSpec): Promise<SandboxProcess> {
+  const programs = sandboxPrograms(spec);
+  const { setpriv, slirp, filter } = programs;
+  const user = await lookupSandboxUser(spec.settings.user);
+  const prepared = await prepareSandbox(spec, user);
+  const { group, out } = prepared;
+  const child = launchSandbox(spec, programs, user, prepared);
   const [stdout, stderr] = out.read;
-  const outputEnded = Promise.all(
-    out.read.map(
-      (stream) =>
-        new Promise<void>((resolve) => {
-          stream.on("error", () => resolve());
-          stream.on("end", () => resolve());
-          stream.on("close", () => resolve());
-        }),
-    ),
-  ).then(() => {});
+  const outputEnded = outputEndedOf(out.read);
   const gate = (child.stdio as unknown as Array<NodeJS.WritableStream>)[5]!;
   gate.on("error", () => {});
   if (filter) {
@@ -320,7 +340,8 @@ export async function startSandbox(spec: SandboxSpec): Promise<SandboxProcess> {
   };
   // Without network nothing else is set up: the go byte waits in the socket for the gate.
   if (!slirp) gate.write(GO);
-  const onFirstPid = (firstPid: number) => {
+  watchFirstPid(child.stdio[3] as NodeJS.ReadableStream, (firstPid) => {
+    pid = firstPid;
     if (!slirp) return;
     const s = startSlirp(setpriv, slirp, user, firstPid);
     slirpProc = s.proc;
@@ -330,44 +351,8 @@ export async function startSandbox(spec: SandboxSpec): Promise<SandboxProcess> {
       },
       (err: Error) => tearDown(`network setup failed: ${err.message}`),
     );
-  };
-  // bwrap writes one JSON object per line; only complete lines are read (a pid cut in half is not a pid).
-  let statusText = "";
-  const status = child.stdio[3] as NodeJS.ReadableStream;
-  status.setEncoding("utf8");
-  status.on("data", (d: string) => {
-    statusText += d;
-    let nl = statusText.indexOf("\n");
-    while (nl >= 0) {
-      const line = statusText.slice(0, nl);
-      statusText = statusText.slice(nl + 1);
-      nl = statusText.indexOf("\n");
-      let msg: { "child-pid"?: unknown };
-      try {
-        msg = JSON.parse(line);
-      } catch {
-        continue;
-      }
-      if (pid === null && Number.isInteger(msg["child-pid"]) && (msg["child-pid"] as number) > 0) {
-        pid = msg["child-pid"] as number;
-        onFirstPid(pid);
-      }
-    }
   });
-  status.on("error", () => {});
-  const ready = child.stdio[4] as NodeJS.ReadableStream;
-  const started = new Promise<boolean>((resolve) => {
-    let buf = "";
-    ready.setEncoding("utf8");
-    ready.on("data", (d: string) => {
-      buf += d;
-      if (buf.startsWith("started")) resolve(true);
-    });
-    ready.on("error", () => resolve(false));
-    ready.on("end", () => resolve(buf.startsWith("started")));
-    child.on("error", () => resolve(false));
-    child.on("close", () => resolve(buf.startsWith("started")));
-  });
+  const started = startedOf(child, child.stdio[4] as NodeJS.ReadableStream);
   child.on("close", () => {
     gate.end();
     void group.release();

@@ -103,6 +103,134 @@ const openIn = (dir: fs.FileHandle, name: string, flags: number) =>
 const fdPath = (h: fs.FileHandle) => `/proc/${process.pid}/fd/${h.fd}`;
 
 /**
+ * One grant's walk: the descriptors it holds open (every one closed when the grant ends, whatever
+ * happens), the count of entries seen, what it granted, and the descriptors waiting for setfacl.
+ */
+interface GrantWalk {
+  root: string;
+  user: SandboxUser;
+  maxEntries: number;
+  opened: fs.FileHandle[];
+  count: number;
+  result: GrantResult;
+  acl: string;
+  batches: { dirs: fs.FileHandle[]; files: fs.FileHandle[] };
+}
+
+async function openTracked(w: GrantWalk, p: Promise<fs.FileHandle>): Promise<fs.FileHandle> {
+  const h = await p;
+  w.opened.push(h);
+  return h;
+}
+
+async function closeTracked(w: GrantWalk, h: fs.FileHandle): Promise<void> {
+  w.opened.splice(w.opened.indexOf(h), 1);
+  await h.close().catch(() => {});
+}
+
+/** The chain of folders from the configured root down, each opened inside its parent. */
+async function openChain(w: GrantWalk, configuredRoot: string, names: string[]): Promise<fs.FileHandle[]> {
+  const chain = [await openTracked(w, fs.open(configuredRoot, DIR_FLAGS))];
+  for (const name of names) {
+    const h = await openTracked(w, openIn(chain[chain.length - 1]!, name, DIR_FLAGS)).catch(
+      (err: NodeJS.ErrnoException) => {
+        throw notUsable(
+          `${w.root} is not a real folder under ${configuredRoot} (${err.code}); nothing was granted`,
+        );
+      },
+    );
+    chain.push(h);
+  }
+  return chain;
+}
+
+/** Counts the entries under `dir` first, so that a tree over the bound changes nothing. */
+async function countIn(w: GrantWalk, dir: fs.FileHandle, isTop: boolean): Promise<void> {
+  for (const e of await fs.readdir(`/proc/self/fd/${dir.fd}`, { withFileTypes: true })) {
+    if (isTop && e.name === ".pi") continue;
+    if (++w.count > w.maxEntries)
+      throw notUsable(
+        `${w.root} has more than ${w.maxEntries} entries: too many to grant at projects.create; grant by hand: ${manualGrantCommand(w.root, w.user.name)}`,
+        { maxEntries: w.maxEntries },
+      );
+    if (!e.isDirectory()) continue;
+    const child = await openTracked(w, openIn(dir, e.name, DIR_FLAGS)).catch(() => null);
+    if (!child) continue;
+    try {
+      await countIn(w, child, false);
+    } finally {
+      await closeTracked(w, child);
+    }
+  }
+}
+
+async function flush(w: GrantWalk, kind: "dirs" | "files"): Promise<void> {
+  const list = w.batches[kind].splice(0);
+  if (list.length === 0) return;
+  const spec = kind === "dirs" ? `${w.acl},d:${w.acl}` : w.acl;
+  const r = await run("setfacl", ["-m", spec, "--", ...list.map(fdPath)]);
+  for (const h of list) await closeTracked(w, h);
+  if (r.code !== 0) throw notUsable(`setfacl failed inside ${w.root}: ${r.stderr.trim()}`, { root: w.root });
+  w.result.granted += list.length;
+}
+
+async function add(w: GrantWalk, kind: "dirs" | "files", h: fs.FileHandle): Promise<void> {
+  w.batches[kind].push(h);
+  if (w.batches[kind].length >= BATCH) await flush(w, kind);
+}
+
+async function grantIn(w: GrantWalk, dir: fs.FileHandle, isTop: boolean): Promise<void> {
+  for (const e of await fs.readdir(`/proc/self/fd/${dir.fd}`, { withFileTypes: true })) {
+    if (isTop && e.name === ".pi") continue;
+    if (e.isDirectory()) {
+      const child = await openTracked(w, openIn(dir, e.name, DIR_FLAGS)).catch(() => null);
+      if (!child) {
+        w.result.skipped++;
+        continue;
+      }
+      await grantIn(w, child, false);
+      await add(w, "dirs", child);
+    } else if (e.isFile()) {
+      const h = await openTracked(w, openIn(dir, e.name, FILE_FLAGS)).catch(() => null);
+      const st = h ? await h.stat() : null;
+      // A hard link may be another file's name (protected_hardlinks aside): leave it alone.
+      if (!h || !st?.isFile() || st.nlink > 1) {
+        if (h) await closeTracked(w, h);
+        w.result.skipped++;
+        continue;
+      }
+      await add(w, "files", h);
+    } else w.result.skipped++;
+  }
+}
+
+/** Search only on the folders above the workspace the user cannot enter yet. */
+async function grantSearchAbove(
+  w: GrantWalk,
+  chain: fs.FileHandle[],
+  configuredRoot: string,
+  names: string[],
+): Promise<void> {
+  const { user } = w;
+  const above = chain.slice(0, -1);
+  const abovePaths = [
+    configuredRoot,
+    ...names.slice(0, -1).map((_, i) => path.join(configuredRoot, ...names.slice(0, i + 1))),
+  ];
+  for (let i = 0; i < above.length; i++) {
+    // Asked by path (the user cannot reach the host's descriptors); granted through the descriptor.
+    const check = await run("setpriv", [...asUser(user), "/usr/bin/test", "-x", abovePaths[i]!]);
+    if (check.code === 0) continue;
+    const current = await run("getfacl", ["-n", "--omit-header", "--", fdPath(above[i]!)]);
+    const entry = new RegExp(`^user:${user.uid}:([r-])([w-])[x-]`, "m").exec(current.stdout);
+    const perms = `${entry?.[1] ?? "-"}${entry?.[2] ?? "-"}x`;
+    const r = await run("setfacl", ["-m", `u:${user.uid}:${perms}`, "--", fdPath(above[i]!)]);
+    if (r.code !== 0) throw notUsable(`setfacl failed on ${abovePaths[i]}: ${r.stderr.trim()}`);
+    w.result.searchOnly.push(abovePaths[i]!);
+  }
+}
+
+/**
  * The opt-in grant: the sandbox user gets `rwX` access entries on every folder and regular file of
  * `root` (folders also `d:u:<user>:rwX` default entries, so new files inherit them), skipping
  * `<root>/.pi` entirely, and search only (`--x`) on the folders from `configuredRoot` down to `root`
@@ -122,117 +250,29 @@ export async function grantSandboxAccess(
   const rel = path.relative(configuredRoot, root);
   if (!path.isAbsolute(configuredRoot) || rel.startsWith("..") || path.isAbsolute(rel))
     throw new AppError("WORKSPACE_NOT_ALLOWED", `${root} is not under the configured root ${configuredRoot}`);
-  const opened: fs.FileHandle[] = [];
-  const open = async (p: Promise<fs.FileHandle>) => {
-    const h = await p;
-    opened.push(h);
-    return h;
-  };
-  const close = async (h: fs.FileHandle) => {
-    opened.splice(opened.indexOf(h), 1);
-    await h.close().catch(() => {});
+  const w: GrantWalk = {
+    root,
+    user,
+    maxEntries,
+    opened: [],
+    count: 0,
+    result: { granted: 0, searchOnly: [], skipped: 0 },
+    acl: `u:${user.uid}:rwX`,
+    batches: { dirs: [], files: [] },
   };
   try {
-    // The chain of folders from the configured root down, each opened inside its parent.
-    const chain = [await open(fs.open(configuredRoot, DIR_FLAGS))];
     const names = rel === "" ? [] : rel.split(path.sep);
-    for (const name of names) {
-      const h = await open(openIn(chain[chain.length - 1]!, name, DIR_FLAGS)).catch(
-        (err: NodeJS.ErrnoException) => {
-          throw notUsable(
-            `${root} is not a real folder under ${configuredRoot} (${err.code}); nothing was granted`,
-          );
-        },
-      );
-      chain.push(h);
-    }
+    const chain = await openChain(w, configuredRoot, names);
     const top = chain[chain.length - 1]!;
+    await countIn(w, top, true);
 
-    // First count, so that a tree over the bound changes nothing.
-    let count = 0;
-    const countIn = async (dir: fs.FileHandle, isTop: boolean): Promise<void> => {
-      for (const e of await fs.readdir(`/proc/self/fd/${dir.fd}`, { withFileTypes: true })) {
-        if (isTop && e.name === ".pi") continue;
-        if (++count > maxEntries)
-          throw notUsable(
-            `${root} has more than ${maxEntries} entries: too many to grant at projects.create; grant by hand: ${manualGrantCommand(root, user.name)}`,
-            { maxEntries },
-          );
-        if (!e.isDirectory()) continue;
-        const child = await open(openIn(dir, e.name, DIR_FLAGS)).catch(() => null);
-        if (!child) continue;
-        try {
-          await countIn(child, false);
-        } finally {
-          await close(child);
-        }
-      }
-    };
-    await countIn(top, true);
+    await grantIn(w, top, true);
+    await flush(w, "files");
+    await flush(w, "dirs");
+    await add(w, "dirs", top);
+    await flush(w, "dirs");
 
-    const result: GrantResult = { granted: 0, searchOnly: [], skipped: 0 };
-    const acl = `u:${user.uid}:rwX`;
-    const batches = { dirs: [] as fs.FileHandle[], files: [] as fs.FileHandle[] };
-    const flush = async (kind: "dirs" | "files") => {
-      const list = batches[kind].splice(0);
-      if (list.length === 0) return;
-      const spec = kind === "dirs" ? `${acl},d:${acl}` : acl;
-      const r = await run("setfacl", ["-m", spec, "--", ...list.map(fdPath)]);
-      for (const h of list) await close(h);
-      if (r.code !== 0) throw notUsable(`setfacl failed inside ${root}: ${r.stderr.trim()}`, { root });
-      result.granted += list.length;
-    };
-    const add = async (kind: "dirs" | "files", h: fs.FileHandle) => {
-      batches[kind].push(h);
-      if (batches[kind].length >= BATCH) await flush(kind);
-    };
-    const grantIn = async (dir: fs.FileHandle, isTop: boolean): Promise<void> => {
-      for (const e of await fs.readdir(`/proc/self/fd/${dir.fd}`, { withFileTypes: true })) {
-        if (isTop && e.name === ".pi") continue;
-        if (e.isDirectory()) {
-          const child = await open(openIn(dir, e.name, DIR_FLAGS)).catch(() => null);
-          if (!child) {
-            result.skipped++;
-            continue;
-          }
-          await grantIn(child, false);
-          await add("dirs", child);
-        } else if (e.isFile()) {
-          const h = await open(openIn(dir, e.name, FILE_FLAGS)).catch(() => null);
-          const st = h ? await h.stat() : null;
-          // A hard link may be another file's name (protected_hardlinks aside): leave it alone.
-          if (!h || !st?.isFile() || st.nlink > 1) {
-            if (h) await close(h);
-            result.skipped++;
-            continue;
-          }
-          await add("files", h);
-        } else result.skipped++;
-      }
-    };
-    await grantIn(top, true);
-    await flush("files");
-    await flush("dirs");
-    await add("dirs", top);
-    await flush("dirs");
-
-    // Search only on the folders above the workspace the user cannot enter yet.
-    const above = chain.slice(0, -1);
-    const abovePaths = [
-      configuredRoot,
-      ...names.slice(0, -1).map((_, i) => path.join(configuredRoot, ...names.slice(0, i + 1))),
-    ];
-    for (let i = 0; i < above.length; i++) {
-      // Asked by path (the user cannot reach the host's descriptors); granted through the descriptor.
-      const check = await run("setpriv", [...asUser(user), "/usr/bin/test", "-x", abovePaths[i]!]);
-      if (check.code === 0) continue;
-      const current = await run("getfacl", ["-n", "--omit-header", "--", fdPath(above[i]!)]);
-      const entry = new RegExp(`^user:${user.uid}:([r-])([w-])[x-]`, "m").exec(current.stdout);
-      const perms = `${entry?.[1] ?? "-"}${entry?.[2] ?? "-"}x`;
-      const r = await run("setfacl", ["-m", `u:${user.uid}:${perms}`, "--", fdPath(above[i]!)]);
-      if (r.code !== 0) throw notUsable(`setfacl failed on ${abovePaths[i]}: ${r.stderr.trim()}`);
-      result.searchOnly.push(abovePaths[i]!);
-    }
+    await grantSearchAbove(w, chain, configuredRoot, names);
 
     const after = await checkSandboxAccess(root, settings, user);
     if (!after.ok)
@@ -240,8 +280,8 @@ export async function grantSandboxAccess(
         path: after.path,
         missing: after.missing,
       });
-    return result;
+    return w.result;
   } finally {
-    for (const h of opened.splice(0)) await h.close().catch(() => {});
+    for (const h of w.opened.splice(0)) await h.close().catch(() => {});
   }
 }
