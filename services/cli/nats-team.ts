@@ -162,35 +162,64 @@ export function parseTeam(text: string, source = "team.yaml"): Team {
   if (yamlError) fail("", `not valid YAML: ${yamlError.message}`);
   const top = mapping(fail, "", doc.toJS({ maxAliasCount: 100 }), TOP_KEYS);
 
-  const prefix = top.prefix ?? DEFAULT_PREFIX;
-  if (typeof prefix !== "string" || !PREFIX_TOKEN.test(prefix))
-    fail("prefix", `${show(prefix)} is not a valid prefix (1 to 32 of A-Z a-z 0-9 _ -)`);
-  // `_INBOX_alice.evt.>` would be inside alice's inbox: she could read everyone's events.
-  if (prefix.startsWith("_INBOX")) fail("prefix", `${show(prefix)} would overlap the users' reply inboxes`);
-
+  const prefix = teamPrefix(fail, top.prefix ?? DEFAULT_PREFIX);
   const listen = address(fail, "listen", top.listen ?? DEFAULT_LISTEN);
   const maxPayload = size(fail, "maxPayload", top.maxPayload ?? DEFAULT_MAX_PAYLOAD);
   if (maxPayload.bytes > MAX_PAYLOAD_BYTES)
     fail("maxPayload", `${show(top.maxPayload)} is more than nats-server allows (64MB)`);
+  const jetstream = teamJetstream(fail, top.jetstream ?? {});
 
-  const js = mapping(fail, "jetstream", top.jetstream ?? {}, ["storeDir", "maxMemoryStore", "maxFileStore"]);
+  const claim = nameClaims(fail);
+  const team: Team = {
+    prefix,
+    listen,
+    maxPayload: maxPayload.value,
+    jetstream,
+    hosts: teamHosts(fail, claim, top.hosts),
+    workers: teamWorkers(fail, claim, top.workers),
+    plugins: teamPlugins(fail, claim, top.plugins),
+    people: teamPeople(fail, claim, top.people),
+  };
+  if (top.tls !== undefined) team.tls = teamTls(fail, top.tls);
+  if (top.websocket !== undefined) team.websocket = teamWebsocket(fail, top.websocket);
+  return team;
+}
+
+function teamPrefix(fail: Fail, prefix: unknown): string {
+  if (typeof prefix !== "string" || !PREFIX_TOKEN.test(prefix))
+    fail("prefix", `${show(prefix)} is not a valid prefix (1 to 32 of A-Z a-z 0-9 _ -)`);
+  // `_INBOX_alice.evt.>` would be inside alice's inbox: she could read everyone's events.
+  if (prefix.startsWith("_INBOX")) fail("prefix", `${show(prefix)} would overlap the users' reply inboxes`);
+  return prefix;
+}
+
+function teamJetstream(fail: Fail, v: unknown): Team["jetstream"] {
+  const js = mapping(fail, "jetstream", v, ["storeDir", "maxMemoryStore", "maxFileStore"]);
   const jetstream: Team["jetstream"] = {
     maxMemoryStore: size(fail, "jetstream.maxMemoryStore", js.maxMemoryStore ?? "256MB").value,
     maxFileStore: size(fail, "jetstream.maxFileStore", js.maxFileStore ?? "10GB").value,
   };
   if (js.storeDir !== undefined) jetstream.storeDir = filePath(fail, "jetstream.storeDir", js.storeDir);
+  return jetstream;
+}
 
+/** Takes a user name for `what` at `at`; refuses a name already taken (by any role). */
+type Claim = (at: string, name: string, what: string) => void;
+
+function nameClaims(fail: Fail): Claim {
   // Every user name, in the order met, with what it is, so a second use names the first.
   const names = new Map<string, string>();
-  const claim = (at: string, name: string, what: string) => {
+  return (at, name, what) => {
     const first = names.get(name);
     if (first !== undefined) fail(at, `${show(name)} is also ${first}`);
     names.set(name, `${what} (${at})`);
   };
+}
 
-  const hostList = list(fail, "hosts", top.hosts);
+function teamHosts(fail: Fail, claim: Claim, v: unknown): string[] {
+  const hostList = list(fail, "hosts", v);
   if (hostList.length === 0) fail("hosts", "at least one host is needed");
-  const hosts = hostList.map((v, i) => {
+  return hostList.map((v, i) => {
     const at = `hosts[${i}]`;
     const name = token(fail, at, v, "host name");
     if (name.length > MAX_HOST_NAME)
@@ -199,16 +228,20 @@ export function parseTeam(text: string, source = "team.yaml"): Team {
     claim(at, hostRpcUser(name), `the rpc user of host ${show(name)}`);
     return name;
   });
+}
 
-  const workers = list(fail, "workers", top.workers).map((v, i) => {
+function teamWorkers(fail: Fail, claim: Claim, v: unknown): string[] {
+  return list(fail, "workers", v).map((v, i) => {
     const at = `workers[${i}]`;
     const name = token(fail, at, v, "worker name");
     claim(at, name, "a worker name");
     return name;
   });
+}
 
+function teamPlugins(fail: Fail, claim: Claim, v: unknown): Team["plugins"] {
   const pluginIds = new Map<string, string>();
-  const plugins = list(fail, "plugins", top.plugins).map((v, i) => {
+  return list(fail, "plugins", v).map((v, i) => {
     const at = `plugins[${i}]`;
     const p = mapping(fail, at, v, ["user", "id"]);
     const user = token(fail, `${at}.user`, p.user, "plugin user name");
@@ -219,8 +252,10 @@ export function parseTeam(text: string, source = "team.yaml"): Team {
     pluginIds.set(id, at);
     return { user, id };
   });
+}
 
-  const people = list(fail, "people", top.people).map((v, i) => {
+function teamPeople(fail: Fail, claim: Claim, v: unknown): Team["people"] {
+  return list(fail, "people", v).map((v, i) => {
     const at = `people[${i}]`;
     if (typeof v === "string") {
       claim(at, token(fail, at, v, "person name"), "a person");
@@ -231,54 +266,47 @@ export function parseTeam(text: string, source = "team.yaml"): Team {
     claim(`${at}.name`, name, "a person");
     return { name, admin: p.admin === undefined ? false : bool(fail, `${at}.admin`, p.admin) };
   });
+}
 
-  const team: Team = {
-    prefix,
-    listen,
-    maxPayload: maxPayload.value,
-    jetstream,
-    hosts,
-    workers,
-    plugins,
-    people,
+function teamTls(fail: Fail, v: unknown): NonNullable<Team["tls"]> {
+  const t = mapping(fail, "tls", v, ["cert", "key", "ca", "verify"]);
+  const tls: NonNullable<Team["tls"]> = {
+    cert: filePath(fail, "tls.cert", t.cert),
+    key: filePath(fail, "tls.key", t.key),
   };
+  if (t.ca !== undefined) tls.ca = filePath(fail, "tls.ca", t.ca);
+  if (t.verify !== undefined) tls.verify = bool(fail, "tls.verify", t.verify);
+  return tls;
+}
 
-  if (top.tls !== undefined) {
-    const t = mapping(fail, "tls", top.tls, ["cert", "key", "ca", "verify"]);
-    team.tls = { cert: filePath(fail, "tls.cert", t.cert), key: filePath(fail, "tls.key", t.key) };
-    if (t.ca !== undefined) team.tls.ca = filePath(fail, "tls.ca", t.ca);
-    if (t.verify !== undefined) team.tls.verify = bool(fail, "tls.verify", t.verify);
-  }
-
-  if (top.websocket !== undefined) {
-    const w = mapping(fail, "websocket", top.websocket, ["listen", "allowedOrigins", "tls", "noTls"]);
-    const wsListen = address(fail, "websocket.listen", w.listen);
-    const origins = list(fail, "websocket.allowedOrigins", w.allowedOrigins);
-    if (origins.length === 0)
-      fail("websocket.allowedOrigins", "at least one origin is needed (the web pages that may connect)");
-    team.websocket = {
-      listen: wsListen,
-      allowedOrigins: origins.map((o, i) => origin(fail, `websocket.allowedOrigins[${i}]`, o)),
+function teamWebsocket(fail: Fail, v: unknown): NonNullable<Team["websocket"]> {
+  const w = mapping(fail, "websocket", v, ["listen", "allowedOrigins", "tls", "noTls"]);
+  const wsListen = address(fail, "websocket.listen", w.listen);
+  const origins = list(fail, "websocket.allowedOrigins", w.allowedOrigins);
+  if (origins.length === 0)
+    fail("websocket.allowedOrigins", "at least one origin is needed (the web pages that may connect)");
+  const websocket: NonNullable<Team["websocket"]> = {
+    listen: wsListen,
+    allowedOrigins: origins.map((o, i) => origin(fail, `websocket.allowedOrigins[${i}]`, o)),
+  };
+  const noTls = w.noTls === undefined ? false : bool(fail, "websocket.noTls", w.noTls);
+  if (noTls && w.tls !== undefined) fail("websocket.noTls", "give either tls or noTls: true, not both");
+  if (noTls) {
+    if (!isLoopback(wsListen))
+      fail(
+        "websocket.noTls",
+        `allowed only when websocket.listen is a loopback address, not ${show(w.listen)}`,
+      );
+    websocket.noTls = true;
+  } else {
+    if (w.tls === undefined) fail("websocket.tls", "needed (or noTls: true on a loopback listen)");
+    const t = mapping(fail, "websocket.tls", w.tls, ["cert", "key"]);
+    websocket.tls = {
+      cert: filePath(fail, "websocket.tls.cert", t.cert),
+      key: filePath(fail, "websocket.tls.key", t.key),
     };
-    const noTls = w.noTls === undefined ? false : bool(fail, "websocket.noTls", w.noTls);
-    if (noTls && w.tls !== undefined) fail("websocket.noTls", "give either tls or noTls: true, not both");
-    if (noTls) {
-      if (!isLoopback(wsListen))
-        fail(
-          "websocket.noTls",
-          `allowed only when websocket.listen is a loopback address, not ${show(w.listen)}`,
-        );
-      team.websocket.noTls = true;
-    } else {
-      if (w.tls === undefined) fail("websocket.tls", "needed (or noTls: true on a loopback listen)");
-      const t = mapping(fail, "websocket.tls", w.tls, ["cert", "key"]);
-      team.websocket.tls = {
-        cert: filePath(fail, "websocket.tls.cert", t.cert),
-        key: filePath(fail, "websocket.tls.key", t.key),
-      };
-    }
   }
-  return team;
+  return websocket;
 }
 
 /** Reads a secrets file; refuses anything but `{version: 1, users: {name: password}}`. */

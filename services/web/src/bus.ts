@@ -45,13 +45,63 @@ export interface ConsoleBus {
 
 const decoder = new TextDecoder();
 
+/** One console connection's state and dependencies, which each step below takes explicitly. */
+interface ConsoleConnection {
+  opts: ConsoleBusOptions;
+  principal: string;
+  nc: NatsConnection;
+  rpc: ReturnType<typeof rpcClient>;
+  feed: ReturnType<typeof createSessionFeed>;
+  closing: boolean;
+}
+
 /** Connects; rejects with the server's reason (wrong password, unreachable, refused origin). */
 export async function connectConsole(opts: ConsoleBusOptions): Promise<ConsoleBus> {
   const principal = opts.user;
   opts.onState("connecting");
-  let nc: NatsConnection;
+  const nc = await openConnection(opts, principal);
+  const c: ConsoleConnection = {
+    opts,
+    principal,
+    nc,
+    rpc: rpcClient({ nc, prefix: opts.prefix, principal }),
+    feed: createSessionFeed(),
+    closing: false,
+  };
+  const onMessage = (err: Error | null, msg: { subject: string; data: Uint8Array }) =>
+    onFeedMessage(c, err, msg);
+  const subs: Subscription[] = [
+    nc.subscribe(sessionEventsWildcard(opts.prefix, principal, "*"), { callback: onMessage }),
+    nc.subscribe(liveSubject(opts.prefix, principal, "*"), { callback: onMessage }),
+  ];
+  await nc.flush();
+  // Where a catch-up after a reconnect starts: nothing committed from here on is missed.
+  await c.rpc
+    .call("events.since", { after: "now" })
+    .then((r) => c.feed.startAt(r.next))
+    .catch(() => {});
+
+  void watchStatus(c);
+  void nc.closed().then((err) => {
+    opts.onState("disconnected", c.closing ? "signed out" : err ? reasonOf(err) : "the connection closed");
+  });
+
+  opts.onState("connected");
+  opts.onResync();
+  return {
+    principal,
+    call: c.rpc.call,
+    async close() {
+      c.closing = true;
+      for (const sub of subs) sub.unsubscribe();
+      if (!nc.isClosed()) await nc.close();
+    },
+  };
+}
+
+async function openConnection(opts: ConsoleBusOptions, principal: string): Promise<NatsConnection> {
   try {
-    nc = await (opts.connect ?? wsconnect)({
+    return await (opts.connect ?? wsconnect)({
       servers: opts.wsUrl,
       name: "pihost-web",
       user: opts.user,
@@ -66,98 +116,78 @@ export async function connectConsole(opts: ConsoleBusOptions): Promise<ConsoleBu
     opts.onState("disconnected", reasonOf(cause));
     throw cause;
   }
-  const rpc = rpcClient({ nc, prefix: opts.prefix, principal });
-  const feed = createSessionFeed();
-  let closing = false;
+}
 
-  const drain = () => {
-    for (let item = feed.take(); item; item = feed.take()) opts.onItem(item);
-  };
-  const onMessage = (err: Error | null, msg: { subject: string; data: Uint8Array }) => {
-    if (err) {
-      opts.onServerError?.(reasonOf(err));
-      return;
+function drainFeed(c: ConsoleConnection): void {
+  for (let item = c.feed.take(); item; item = c.feed.take()) c.opts.onItem(item);
+}
+
+function onFeedMessage(
+  c: ConsoleConnection,
+  err: Error | null,
+  msg: { subject: string; data: Uint8Array },
+): void {
+  if (err) {
+    c.opts.onServerError?.(reasonOf(err));
+    return;
+  }
+  const item = parseFeedMessage(c.opts.prefix, c.principal, null, msg.subject, decoder.decode(msg.data));
+  if (item?.type === "delta") c.feed.delta(item);
+  else if (item) c.feed.live(item);
+  drainFeed(c);
+}
+
+async function catchUp(c: ConsoleConnection): Promise<void> {
+  const { feed, rpc } = c;
+  const from = feed.beginCatchUp();
+  try {
+    // No position known: nothing to continue from; the re-reads (and a session's history) cover it.
+    if (from === null) return;
+    let after: string = from;
+    for (let page = 0; page < CATCH_UP_MAX_PAGES; page++) {
+      const r = await rpc.call("events.since", { after, limit: CATCH_UP_LIMIT });
+      feed.fetched(
+        r.events
+          .map((body) => storedSessionEvent(null, body as Record<string, unknown>))
+          .filter((e): e is SessionEvent => e !== null),
+        r.next,
+      );
+      after = r.next;
+      if (!r.more) break;
     }
-    const item = parseFeedMessage(opts.prefix, principal, null, msg.subject, decoder.decode(msg.data));
-    if (item?.type === "delta") feed.delta(item);
-    else if (item) feed.live(item);
-    drain();
-  };
-  const subs: Subscription[] = [
-    nc.subscribe(sessionEventsWildcard(opts.prefix, principal, "*"), { callback: onMessage }),
-    nc.subscribe(liveSubject(opts.prefix, principal, "*"), { callback: onMessage }),
-  ];
-  await nc.flush();
-  // Where a catch-up after a reconnect starts: nothing committed from here on is missed.
-  await rpc
-    .call("events.since", { after: "now" })
-    .then((r) => feed.startAt(r.next))
-    .catch(() => {});
+  } catch (err) {
+    c.opts.onServerError?.(`catching up failed: ${reasonOf(err)}`);
+  } finally {
+    feed.endCatchUp();
+    drainFeed(c);
+  }
+}
 
-  async function catchUp(): Promise<void> {
-    const from = feed.beginCatchUp();
-    try {
-      // No position known: nothing to continue from; the re-reads (and a session's history) cover it.
-      if (from === null) return;
-      let after: string = from;
-      for (let page = 0; page < CATCH_UP_MAX_PAGES; page++) {
-        const r = await rpc.call("events.since", { after, limit: CATCH_UP_LIMIT });
-        feed.fetched(
-          r.events
-            .map((body) => storedSessionEvent(null, body as Record<string, unknown>))
-            .filter((e): e is SessionEvent => e !== null),
-          r.next,
-        );
-        after = r.next;
-        if (!r.more) break;
-      }
-    } catch (err) {
-      opts.onServerError?.(`catching up failed: ${reasonOf(err)}`);
-    } finally {
-      feed.endCatchUp();
-      drain();
+/** Says each change of the connection's state; after a reconnect, catches up first. */
+async function watchStatus(c: ConsoleConnection): Promise<void> {
+  const { opts } = c;
+  for await (const s of c.nc.status()) {
+    if (c.closing) break;
+    switch (s.type) {
+      case "disconnect":
+        opts.onState("reconnecting", "connection lost");
+        break;
+      case "reconnecting":
+        opts.onState("reconnecting", "connection lost; trying again");
+        break;
+      case "reconnect":
+        opts.onState("catching-up");
+        await catchUp(c);
+        opts.onState("connected");
+        opts.onResync();
+        break;
+      case "error":
+        opts.onServerError?.(reasonOf(s.error));
+        break;
+      default:
+        break;
     }
   }
-
-  void (async () => {
-    for await (const s of nc.status()) {
-      if (closing) break;
-      switch (s.type) {
-        case "disconnect":
-          opts.onState("reconnecting", "connection lost");
-          break;
-        case "reconnecting":
-          opts.onState("reconnecting", "connection lost; trying again");
-          break;
-        case "reconnect":
-          opts.onState("catching-up");
-          await catchUp();
-          opts.onState("connected");
-          opts.onResync();
-          break;
-        case "error":
-          opts.onServerError?.(reasonOf(s.error));
-          break;
-        default:
-          break;
-      }
-    }
-  })();
-  void nc.closed().then((err) => {
-    opts.onState("disconnected", closing ? "signed out" : err ? reasonOf(err) : "the connection closed");
-  });
-
-  opts.onState("connected");
-  opts.onResync();
-  return {
-    principal,
-    call: rpc.call,
-    async close() {
-      closing = true;
-      for (const sub of subs) sub.unsubscribe();
-      if (!nc.isClosed()) await nc.close();
-    },
-  };
 }
 
 /** A person-readable reason from whatever the transport threw (nats.js connection errors often carry no message). */

@@ -4,16 +4,11 @@
 // expiry with a live countdown; Approve with a permission mode starting at Ask; Reject. Terminal
 // cards are history and offer no action.
 import type { ProposalView } from "../../../protocol/schemas.ts";
-import { h, replace, setAttrs, setDisabled, setText, uid } from "../dom.ts";
+import { h, replace, setAttrs, setDisabled, setText } from "../dom.ts";
 import { planFragment, rawWithHiddenShown, renderPlan } from "../markdown.ts";
 import { absoluteTime, countdown } from "../time-format.ts";
+import { type ApprovalCardParts, approvalCardParts, selectedMode } from "./approval-card-parts.ts";
 import { errorText, type ViewContext } from "./view-context.ts";
-
-const MODES = [
-  { value: "ask", label: "Ask", help: "every edit and every Bash call waits for a person" },
-  { value: "accept-edits", label: "Accept edits", help: "edits run; every Bash call waits for a person" },
-  { value: "auto", label: "Auto", help: "edits and Bash run without asking" },
-] as const;
 
 /** The plan file as the browser read it. */
 export interface FetchedPlan {
@@ -90,259 +85,213 @@ export interface ApprovalCard {
   tick(): void;
 }
 
+/** One card's state and dependencies, which each step below takes explicitly. */
+interface CardState {
+  ctx: ViewContext;
+  parts: ApprovalCardParts;
+  p: ProposalView;
+  plan: FetchedPlan | null;
+  planError: string | null;
+  loading: boolean;
+  busy: boolean;
+  raw: boolean;
+}
+
 export function createApprovalCard(ctx: ViewContext, initial: ProposalView): ApprovalCard {
-  let p = initial;
-  let plan: FetchedPlan | null = null;
-  let planError: string | null = null;
-  let loading = false;
-  let busy = false;
-  let raw = false;
-  const titleId = uid("plan-title");
-
-  const kind = h("p", { class: "card-kind" });
-  const title = h("h3", { id: titleId, class: "card-title" });
-  const question = h("p", { class: "card-question" });
-  const mismatch = h("div", { class: "mismatch", role: "alert", hidden: true });
-  const flagsBox = h("div", { class: "plan-flags", hidden: true });
-  const body = h("div", { class: "plan-body", "aria-label": "Plan" });
-  const rawView = h("pre", { class: "plan-raw", hidden: true, "aria-label": "Plan Markdown as written" });
-  const rawToggle = h("button", { type: "button", "aria-pressed": "false" }, "Show raw Markdown");
-  const loadButton = h("button", { type: "button", hidden: true }, "Show the plan");
-  const reread = h("button", { type: "button", hidden: true }, "Read the plan file again");
-  const hashes = h("dl", { class: "hashes" });
-  const details = h("details", { class: "plan-details" }, h("summary", {}, "SHA-256 and size"), hashes);
-  const expiryTime = h("time", {});
-  const expiryLocal = h("span", {});
-  const timer = h("span", { class: "countdown", role: "timer", "aria-live": "off" });
-  const expiry = h("p", { class: "expiry" }, "Expires ", expiryTime, " (", expiryLocal, ") — ", timer);
-  const modeName = uid("approve-mode");
-  const autoWarning = h(
-    "p",
-    { class: "auto-warning", hidden: true, id: uid("auto-warning") },
-    "Warning: under Auto, Bash runs without asking and may change any file in the workspace.",
-  );
-  const radios = MODES.map((m) => {
-    const id = uid("mode");
-    const input = h("input", {
-      type: "radio",
-      name: modeName,
-      id,
-      value: m.value,
-      ...(m.value === "ask" ? { checked: true } : {}),
-    });
-    input.addEventListener("change", () => {
-      autoWarning.hidden = selectedMode() !== "auto";
-    });
-    return {
-      input,
-      row: h("div", { class: "radio-row" }, input, h("label", { for: id }, `${m.label}: ${m.help}`)),
-    };
+  const parts = approvalCardParts();
+  const c: CardState = {
+    ctx,
+    parts,
+    p: initial,
+    plan: null,
+    planError: null,
+    loading: false,
+    busy: false,
+    raw: false,
+  };
+  parts.rawToggle.addEventListener("click", () => {
+    c.raw = !c.raw;
+    renderCard(c);
   });
-  const modes = h(
-    "fieldset",
-    { class: "approve-modes" },
-    h("legend", {}, "Permission mode for the execution"),
-    ...radios.map((r) => r.row),
-    autoWarning,
-  );
-  const approve = h("button", { type: "button", class: "approve" }, "Approve");
-  const reject = h("button", { type: "button", class: "reject" }, "Reject");
-  const status = h("p", { class: "card-status", role: "status" });
-  const actions = h("div", { class: "card-actions" }, approve, reject);
-  const terminalLine = h("p", { class: "terminal-line" });
+  parts.loadButton.addEventListener("click", () => void loadPlan(c));
+  parts.reread.addEventListener("click", () => void loadPlan(c));
+  parts.approve.addEventListener("click", () => void resolveProposal(c, "approve"));
+  parts.reject.addEventListener("click", () => void resolveProposal(c, "reject"));
 
-  const el = h(
-    "article",
-    { class: "approval-card", "aria-labelledby": titleId },
-    kind,
-    title,
-    question,
-    terminalLine,
-    mismatch,
-    flagsBox,
-    loadButton,
-    body,
-    rawView,
-    rawToggle,
-    reread,
-    details,
-    expiry,
-    modes,
-    actions,
-    status,
-  );
-
-  function selectedMode(): string {
-    return radios.find((r) => r.input.checked)?.input.value ?? "ask";
-  }
-
-  rawToggle.addEventListener("click", () => {
-    raw = !raw;
-    render();
-  });
-  loadButton.addEventListener("click", () => void load());
-  reread.addEventListener("click", () => void load());
-  approve.addEventListener("click", () => void resolve("approve"));
-  reject.addEventListener("click", () => void resolve("reject"));
-
-  async function load(): Promise<void> {
-    if (loading) return;
-    loading = true;
-    planError = null;
-    delete body.dataset.rendered;
-    render();
-    try {
-      plan = await fetchPlan(ctx, p.proposalId);
-    } catch (err) {
-      planError = errorText(err);
-    } finally {
-      loading = false;
-      render();
-    }
-  }
-
-  async function resolve(action: "approve" | "reject"): Promise<void> {
-    if (busy) return;
-    busy = true;
-    setText(status, action === "approve" ? "Approving…" : "Rejecting…");
-    render();
-    try {
-      const r = await ctx.bus.call("plans.resolve", {
-        proposalId: p.proposalId,
-        sessionId: p.sessionId,
-        turnId: p.turnId,
-        toolCallId: p.toolCallId,
-        version: p.version,
-        action,
-        ...(action === "approve" ? { targetPermissionMode: selectedMode() } : {}),
-      });
-      ctx.stores.plans.trigger.seen({ proposal: r });
-      setText(status, `${r.status}${r.targetPermissionMode ? ` (${r.targetPermissionMode})` : ""}`);
-    } catch (err) {
-      setText(status, `Refused: ${errorText(err)}`);
-      ctx.report(err, action === "approve" ? "approve the plan" : "reject the plan");
-      // The file changed since it was read here: read it again, so the card says so.
-      if ((err as { code?: unknown }).code === "PLAN_ARTIFACT_HASH_MISMATCH") void load();
-    } finally {
-      busy = false;
-      render();
-    }
-  }
-
-  function expired(): boolean {
-    return Date.parse(p.deadline) <= ctx.now();
-  }
-
-  function render(): void {
-    const pending = p.status === "pending";
-    el.classList.toggle("pending", pending);
-    el.classList.toggle("terminal", !pending);
-    setText(kind, pending ? "Plan awaiting approval" : `Plan ${p.status}`);
-    setText(title, p.title);
-    setText(question, p.question);
-    terminalLine.hidden = pending;
-    if (!pending) {
-      const parts = [`status ${p.status}`];
-      if (p.targetPermissionMode) parts.push(`permission mode ${p.targetPermissionMode}`);
-      if (p.executionState) parts.push(`execution ${p.executionState}`);
-      if (p.errorCode) parts.push(`code ${p.errorCode}`);
-      if (p.resolvedAt) parts.push(`resolved ${absoluteTime(p.resolvedAt).iso}`);
-      setText(terminalLine, parts.join(" · "));
-    }
-    loadButton.hidden = pending || plan !== null || loading;
-
-    // The plan itself.
-    if (loading) replace(body, h("p", { class: "muted" }, "Reading the plan file…"));
-    else if (planError !== null)
-      replace(body, h("p", { class: "error" }, `The plan file could not be read: ${planError}`));
-    else if (plan !== null && body.dataset.rendered !== p.proposalId) {
-      const markdown = new TextDecoder().decode(plan.bytes);
-      const rendered = renderPlan(markdown);
-      replace(body, planFragment(rendered.html));
-      body.dataset.rendered = p.proposalId;
-      setText(rawView, rawWithHiddenShown(markdown));
-      replace(
-        flagsBox,
-        h("h4", {}, "Hidden or removed content"),
-        h("ul", {}, ...rendered.flags.map((f) => h("li", {}, f))),
-      );
-      flagsBox.hidden = rendered.flags.length === 0;
-    }
-    const hasPlan = plan !== null && !loading && planError === null;
-    body.hidden = raw && hasPlan;
-    rawView.hidden = !(raw && hasPlan);
-    rawToggle.hidden = !hasPlan;
-    reread.hidden = !hasPlan || !pending;
-    setAttrs(rawToggle, { "aria-pressed": raw ? "true" : "false" });
-    setText(rawToggle, raw ? "Show rendered plan" : "Show raw Markdown");
-
-    // Hashes on demand; the mismatch loudly.
-    const matches = plan !== null && planMatches(plan, p);
-    replace(
-      hashes,
-      h("dt", {}, "Recorded SHA-256"),
-      h("dd", { class: "hash" }, p.sha256),
-      h("dt", {}, "SHA-256 of the file read (computed in this browser)"),
-      h(
-        "dd",
-        { class: "hash" },
-        plan ? (plan.sha256 ?? "not computed: this page is not a secure context") : "not read yet",
-      ),
-      h("dt", {}, "Size"),
-      h(
-        "dd",
-        {},
-        plan
-          ? `${plan.bytes.byteLength} bytes read (recorded ${p.byteSize} bytes)`
-          : `${p.byteSize} bytes recorded`,
-      ),
-      h("dt", {}, "File"),
-      h("dd", {}, plan?.path ?? p.artifactPath),
-    );
-    const showMismatch = pending && plan !== null && !matches;
-    mismatch.hidden = !showMismatch;
-    if (showMismatch) {
-      setText(
-        mismatch,
-        plan!.sha256 === null
-          ? "This browser cannot compute SHA-256 here (the page is not a secure context), so the plan cannot be checked against its record. Approve is off."
-          : `The plan file no longer matches what was submitted: SHA-256 ${plan!.sha256}, recorded ${p.sha256}. The host would refuse to approve it; you can still reject it.`,
-      );
-    }
-    el.classList.toggle("mismatched", showMismatch);
-
-    // Deadline, mode and actions: only on a pending card.
-    expiry.hidden = !pending;
-    modes.hidden = !pending;
-    actions.hidden = !pending;
-    const t = absoluteTime(p.deadline);
-    setAttrs(expiryTime, { datetime: t.iso });
-    setText(expiryTime, t.iso);
-    setText(expiryLocal, `local time ${t.local}`);
-    tick();
-  }
-
-  function tick(): void {
-    const pending = p.status === "pending";
-    setText(timer, countdown(p.deadline, ctx.now()));
-    const late = expired();
-    const verified = plan !== null && planMatches(plan, p) && !loading;
-    setDisabled(approve, !pending || busy || late || !verified);
-    setDisabled(reject, !pending || busy || late);
-    for (const r of radios) setDisabled(r.input, !pending || busy || late);
-    if (pending && late) setText(status, "The deadline has passed: the host expires this plan.");
-  }
-
-  render();
-  if (p.status === "pending") void load();
+  renderCard(c);
+  if (c.p.status === "pending") void loadPlan(c);
 
   return {
-    el,
+    el: parts.el,
     update(next) {
-      const changed = next.version !== p.version || next.status !== p.status;
-      p = next;
-      if (changed) render();
+      const changed = next.version !== c.p.version || next.status !== c.p.status;
+      c.p = next;
+      if (changed) renderCard(c);
     },
-    tick,
+    tick: () => tickCard(c),
   };
+}
+
+async function loadPlan(c: CardState): Promise<void> {
+  if (c.loading) return;
+  c.loading = true;
+  c.planError = null;
+  delete c.parts.body.dataset.rendered;
+  renderCard(c);
+  try {
+    c.plan = await fetchPlan(c.ctx, c.p.proposalId);
+  } catch (err) {
+    c.planError = errorText(err);
+  } finally {
+    c.loading = false;
+    renderCard(c);
+  }
+}
+
+async function resolveProposal(c: CardState, action: "approve" | "reject"): Promise<void> {
+  const { ctx, p } = c;
+  const { status } = c.parts;
+  if (c.busy) return;
+  c.busy = true;
+  setText(status, action === "approve" ? "Approving…" : "Rejecting…");
+  renderCard(c);
+  try {
+    const r = await ctx.bus.call("plans.resolve", {
+      proposalId: p.proposalId,
+      sessionId: p.sessionId,
+      turnId: p.turnId,
+      toolCallId: p.toolCallId,
+      version: p.version,
+      action,
+      ...(action === "approve" ? { targetPermissionMode: selectedMode(c.parts.radios) } : {}),
+    });
+    ctx.stores.plans.trigger.seen({ proposal: r });
+    setText(status, `${r.status}${r.targetPermissionMode ? ` (${r.targetPermissionMode})` : ""}`);
+  } catch (err) {
+    setText(status, `Refused: ${errorText(err)}`);
+    ctx.report(err, action === "approve" ? "approve the plan" : "reject the plan");
+    // The file changed since it was read here: read it again, so the card says so.
+    if ((err as { code?: unknown }).code === "PLAN_ARTIFACT_HASH_MISMATCH") void loadPlan(c);
+  } finally {
+    c.busy = false;
+    renderCard(c);
+  }
+}
+
+function expired(c: CardState): boolean {
+  return Date.parse(c.p.deadline) <= c.ctx.now();
+}
+
+function renderCard(c: CardState): void {
+  const { p, parts } = c;
+  const { el, kind, title, question, terminalLine, expiry, modes, actions, expiryTime, expiryLocal } = parts;
+  const pending = p.status === "pending";
+  el.classList.toggle("pending", pending);
+  el.classList.toggle("terminal", !pending);
+  setText(kind, pending ? "Plan awaiting approval" : `Plan ${p.status}`);
+  setText(title, p.title);
+  setText(question, p.question);
+  terminalLine.hidden = pending;
+  if (!pending) {
+    const lineParts = [`status ${p.status}`];
+    if (p.targetPermissionMode) lineParts.push(`permission mode ${p.targetPermissionMode}`);
+    if (p.executionState) lineParts.push(`execution ${p.executionState}`);
+    if (p.errorCode) lineParts.push(`code ${p.errorCode}`);
+    if (p.resolvedAt) lineParts.push(`resolved ${absoluteTime(p.resolvedAt).iso}`);
+    setText(terminalLine, lineParts.join(" · "));
+  }
+  parts.loadButton.hidden = pending || c.plan !== null || c.loading;
+  renderPlanBody(c, pending);
+  renderHashes(c, pending);
+
+  // Deadline, mode and actions: only on a pending card.
+  expiry.hidden = !pending;
+  modes.hidden = !pending;
+  actions.hidden = !pending;
+  const t = absoluteTime(p.deadline);
+  setAttrs(expiryTime, { datetime: t.iso });
+  setText(expiryTime, t.iso);
+  setText(expiryLocal, `local time ${t.local}`);
+  tickCard(c);
+}
+
+/** The plan itself: rendered, or raw Markdown on demand, with what rendering hid or removed. */
+function renderPlanBody(c: CardState, pending: boolean): void {
+  const { p, plan, raw, loading, planError } = c;
+  const { body, rawView, flagsBox, rawToggle, reread } = c.parts;
+  if (loading) replace(body, h("p", { class: "muted" }, "Reading the plan file…"));
+  else if (planError !== null)
+    replace(body, h("p", { class: "error" }, `The plan file could not be read: ${planError}`));
+  else if (plan !== null && body.dataset.rendered !== p.proposalId) {
+    const markdown = new TextDecoder().decode(plan.bytes);
+    const rendered = renderPlan(markdown);
+    replace(body, planFragment(rendered.html));
+    body.dataset.rendered = p.proposalId;
+    setText(rawView, rawWithHiddenShown(markdown));
+    replace(
+      flagsBox,
+      h("h4", {}, "Hidden or removed content"),
+      h("ul", {}, ...rendered.flags.map((f) => h("li", {}, f))),
+    );
+    flagsBox.hidden = rendered.flags.length === 0;
+  }
+  const hasPlan = plan !== null && !loading && planError === null;
+  body.hidden = raw && hasPlan;
+  rawView.hidden = !(raw && hasPlan);
+  rawToggle.hidden = !hasPlan;
+  reread.hidden = !hasPlan || !pending;
+  setAttrs(rawToggle, { "aria-pressed": raw ? "true" : "false" });
+  setText(rawToggle, raw ? "Show rendered plan" : "Show raw Markdown");
+}
+
+/** Hashes on demand; the mismatch loudly. */
+function renderHashes(c: CardState, pending: boolean): void {
+  const { p, plan } = c;
+  const { el, hashes, mismatch } = c.parts;
+  const matches = plan !== null && planMatches(plan, p);
+  replace(
+    hashes,
+    h("dt", {}, "Recorded SHA-256"),
+    h("dd", { class: "hash" }, p.sha256),
+    h("dt", {}, "SHA-256 of the file read (computed in this browser)"),
+    h(
+      "dd",
+      { class: "hash" },
+      plan ? (plan.sha256 ?? "not computed: this page is not a secure context") : "not read yet",
+    ),
+    h("dt", {}, "Size"),
+    h(
+      "dd",
+      {},
+      plan
+        ? `${plan.bytes.byteLength} bytes read (recorded ${p.byteSize} bytes)`
+        : `${p.byteSize} bytes recorded`,
+    ),
+    h("dt", {}, "File"),
+    h("dd", {}, plan?.path ?? p.artifactPath),
+  );
+  const showMismatch = pending && plan !== null && !matches;
+  mismatch.hidden = !showMismatch;
+  if (showMismatch) {
+    setText(
+      mismatch,
+      plan!.sha256 === null
+        ? "This browser cannot compute SHA-256 here (the page is not a secure context), so the plan cannot be checked against its record. Approve is off."
+        : `The plan file no longer matches what was submitted: SHA-256 ${plan!.sha256}, recorded ${p.sha256}. The host would refuse to approve it; you can still reject it.`,
+    );
+  }
+  el.classList.toggle("mismatched", showMismatch);
+}
+
+function tickCard(c: CardState): void {
+  const { p, plan, busy } = c;
+  const { timer, approve, reject, radios, status } = c.parts;
+  const pending = p.status === "pending";
+  setText(timer, countdown(p.deadline, c.ctx.now()));
+  const late = expired(c);
+  const verified = plan !== null && planMatches(plan, p) && !c.loading;
+  setDisabled(approve, !pending || busy || late || !verified);
+  setDisabled(reject, !pending || busy || late);
+  for (const r of radios) setDisabled(r.input, !pending || busy || late);
+  if (pending && late) setText(status, "The deadline has passed: the host expires this plan.");
 }

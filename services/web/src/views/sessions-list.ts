@@ -101,17 +101,7 @@ function createSessionForm(ctx: ViewContext, onOpen: (sessionId: string) => void
   const projects = h("datalist", { id: listId });
   const title = h("input", { id: titleId, maxlength: "200", autocomplete: "off" });
   const modeName = uid("create-mode");
-  const modes = OPERATING_MODES.map((m) => {
-    const id = uid("create-mode-opt");
-    const input = h("input", {
-      type: "radio",
-      name: modeName,
-      id,
-      value: m,
-      ...(m === "agent" ? { checked: true } : {}),
-    });
-    return h("div", { class: "radio-row" }, input, h("label", { for: id }, m === "agent" ? "Agent" : "Plan"));
-  });
+  const modes = modeChoices(modeName);
   const perm = h(
     "select",
     { id: permId },
@@ -143,38 +133,10 @@ function createSessionForm(ctx: ViewContext, onOpen: (sessionId: string) => void
     submit,
     note,
   );
-  let busy = false;
-  el.addEventListener("submit", async (ev) => {
+  const fields: CreateFields = { el, project, title, modeName, perm, submit, note, busy: false };
+  el.addEventListener("submit", (ev) => {
     ev.preventDefault();
-    if (busy) return;
-    const id = project.value.trim();
-    if (id === "") {
-      setText(note, "Give the project id.");
-      project.focus();
-      return;
-    }
-    const mode = (el.querySelector(`input[name="${modeName}"]:checked`) as HTMLInputElement | null)?.value;
-    busy = true;
-    setDisabled(submit, true);
-    setText(note, "Creating…");
-    try {
-      const view = await ctx.bus.call("session.create", {
-        projectId: id,
-        ...(title.value.trim() ? { title: title.value.trim() } : {}),
-        mode: mode === "plan" ? "plan" : "agent",
-        permissionMode: perm.value as (typeof PERMISSION_MODES)[number],
-      });
-      ctx.stores.sessions.trigger.got({ session: view });
-      setText(note, `Created ${view.id}.`);
-      title.value = "";
-      onOpen(view.id);
-    } catch (err) {
-      setText(note, "");
-      ctx.report(err, "create the session");
-    } finally {
-      busy = false;
-      setDisabled(submit, false);
-    }
+    void createSession(ctx, fields, onOpen);
   });
 
   return {
@@ -185,4 +147,69 @@ function createSessionForm(ctx: ViewContext, onOpen: (sessionId: string) => void
         replace(projects, ...ids.map((id) => h("option", { value: id })));
     },
   };
+}
+
+/** The mode radios, Agent preselected. */
+function modeChoices(modeName: string): HTMLElement[] {
+  return OPERATING_MODES.map((m) => {
+    const id = uid("create-mode-opt");
+    const input = h("input", {
+      type: "radio",
+      name: modeName,
+      id,
+      value: m,
+      ...(m === "agent" ? { checked: true } : {}),
+    });
+    return h("div", { class: "radio-row" }, input, h("label", { for: id }, m === "agent" ? "Agent" : "Plan"));
+  });
+}
+
+/** The create form's fields, and whether a create it sent is still waiting for its reply. */
+interface CreateFields {
+  el: HTMLFormElement;
+  project: HTMLInputElement;
+  title: HTMLInputElement;
+  modeName: string;
+  perm: HTMLSelectElement;
+  submit: HTMLButtonElement;
+  note: HTMLElement;
+  busy: boolean;
+}
+
+/** Creates the session the form describes and opens it; a refusal is reported. */
+async function createSession(
+  ctx: ViewContext,
+  f: CreateFields,
+  onOpen: (sessionId: string) => void,
+): Promise<void> {
+  const { el, project, title, modeName, perm, submit, note } = f;
+  if (f.busy) return;
+  const id = project.value.trim();
+  if (id === "") {
+    setText(note, "Give the project id.");
+    project.focus();
+    return;
+  }
+  const mode = (el.querySelector(`input[name="${modeName}"]:checked`) as HTMLInputElement | null)?.value;
+  f.busy = true;
+  setDisabled(submit, true);
+  setText(note, "Creating…");
+  try {
+    const view = await ctx.bus.call("session.create", {
+      projectId: id,
+      ...(title.value.trim() ? { title: title.value.trim() } : {}),
+      mode: mode === "plan" ? "plan" : "agent",
+      permissionMode: perm.value as (typeof PERMISSION_MODES)[number],
+    });
+    ctx.stores.sessions.trigger.got({ session: view });
+    setText(note, `Created ${view.id}.`);
+    title.value = "";
+    onOpen(view.id);
+  } catch (err) {
+    setText(note, "");
+    ctx.report(err, "create the session");
+  } finally {
+    f.busy = false;
+    setDisabled(submit, false);
+  }
 }
