@@ -15,14 +15,14 @@ import {
 } from "../machines/session.machine.ts";
 import type { Logger } from "../services/runtime/log.ts";
 import { createClock } from "../services/host/clock.ts";
-import { createDb } from "../services/host/store/db.ts";
+import { createDb, type Db } from "../services/host/store/db.ts";
 import type { EventPublisher } from "../services/host/sessions/events/event-publisher.ts";
 import { migrateUp } from "../services/host/store/migrate.ts";
 import { createPlanStore } from "../services/host/store/plan-store.ts";
 import { createSessionSupervisor } from "../services/host/sessions/actors/session-supervisor.ts";
 import { createSessionStore } from "../services/host/store/session-store.ts";
 import { createTurnDispatcher } from "../services/host/sessions/turns/turn-dispatcher.ts";
-import { createTestDatabase } from "../tests/support/test-db.ts";
+import { createTestDatabase, type TestDatabase } from "../tests/support/test-db.ts";
 import { stats } from "./bench-support.ts";
 
 const N = Number(process.env.BENCH_N || 10_000);
@@ -95,114 +95,138 @@ async function bareActors() {
   return { perActor: (after - before) / N, start: stats(times) };
 }
 
+/** N sessions of one project, all leased to this host, inserted in bulk. */
+async function seedSessions(pool: TestDatabase["pool"]): Promise<string[]> {
+  const at = new Date();
+  await pool.query(
+    "INSERT INTO hosts (id, incarnation, started_at, heartbeat_at, lease_expires_at) VALUES ($1, 1, $2, $2, $2)",
+    [HOST_ID, at],
+  );
+  await pool.query(
+    "INSERT INTO projects (id, name, workspace_root, owner, created_at) VALUES ('prj_bench', 'bench', '/tmp', 'alice', $1)",
+    [at],
+  );
+  await pool.query(
+    `INSERT INTO sessions (id, project_id, title, owner, mode, permission_mode, provider, model, model_config, version, created_at, updated_at)
+     SELECT 'ses_' || g, 'prj_bench', '', 'alice', 'agent', 'inherit', 'scripted', 'demo',
+            '{"provider":"scripted","model":"demo"}'::jsonb, 0, $2, $2
+     FROM generate_series(1, $1::int) g`,
+    [N, at],
+  );
+  await pool.query(
+    `INSERT INTO session_leases (session_id, host_id, epoch, acquired_at)
+     SELECT id, $1, 1, $2 FROM sessions`,
+    [HOST_ID, at],
+  );
+  await pool.query("ANALYZE");
+  return Array.from({ length: N }, (_, i) => `ses_${i + 1}`);
+}
+
+const PASSIVATE_AFTER_MS = 60_000;
+
+/** The host's supervisor over its real stores; offers and events go nowhere. */
+function buildSupervisor(db: Db) {
+  const clock = createClock();
+  const sessions = createSessionStore({ db, clock });
+  const plans = createPlanStore({ db, clock, sessions, approvalTimeoutMs: 30 * 60_000 });
+  const nc = { publish() {} } as unknown as Parameters<typeof createTurnDispatcher>[0]["nc"];
+  const dispatcher = createTurnDispatcher({
+    nc,
+    prefix: "bench",
+    hostId: "bench",
+    clock,
+    leaseMs: 15_000,
+    offerIntervalMs: 60_000,
+    log: silent,
+    onLeaseLost: () => {},
+  });
+  const events = { publish() {} } as unknown as EventPublisher;
+  const supervisor = createSessionSupervisor({
+    db,
+    clock,
+    sessions,
+    plans,
+    dispatcher,
+    events,
+    log: silent,
+    leaseMs: 15_000,
+    heartbeatMs: 3_000,
+    passivateAfterMs: PASSIVATE_AFTER_MS,
+  });
+  return { clock, dispatcher, supervisor };
+}
+
+/** Floor: the primary-key SELECT an activation does (it does two reads). */
+async function pkSelectTimes(db: Db, ids: string[]): Promise<number[]> {
+  for (let i = 0; i < 500; i++) await db.query("SELECT mode FROM sessions WHERE id = $1", [ids[i]]);
+  const times: number[] = [];
+  for (let i = 0; i < 2000; i++) {
+    const t = performance.now();
+    await db.query("SELECT mode FROM sessions WHERE id = $1", [ids[(i * 7) % N]]);
+    times.push(performance.now() - t);
+  }
+  return times;
+}
+
+type Supervision = ReturnType<typeof buildSupervisor>;
+
+/** Activation of every session, one request at a time (until the actor has read its rows). */
+async function activateInTurn({ supervisor }: Supervision, ids: string[]) {
+  const cpu0 = process.cpuUsage();
+  const times: number[] = [];
+  for (const id of ids) {
+    const t = performance.now();
+    await supervisor.activate(id);
+    times.push(performance.now() - t);
+  }
+  const cpu = process.cpuUsage(cpu0);
+  if (supervisor.size() !== N) throw new Error(`expected ${N} live actors, got ${supervisor.size()}`);
+  return { times, cpuPerActivationMs: (cpu.user + cpu.system) / 1000 / N };
+}
+
+/** Activation of every session with 32 requests in flight. */
+async function activateConcurrently({ supervisor }: Supervision, ids: string[]) {
+  const times: number[] = [];
+  let next = 0;
+  const t0 = performance.now();
+  await Promise.all(
+    Array.from({ length: 32 }, async () => {
+      while (next < N) {
+        const id = ids[next++]!;
+        const t = performance.now();
+        await supervisor.activate(id);
+        times.push(performance.now() - t);
+      }
+    }),
+  );
+  return { times, rate: N / ((performance.now() - t0) / 1000) };
+}
+
 /** (ii) The host's supervisor on real rows. */
 async function hostSupervisor() {
   const tdb = await createTestDatabase("bench_passivation");
   try {
     await migrateUp({ databaseUrl: tdb.url });
     const db = createDb(tdb.url);
-    const at = new Date();
-    await tdb.pool.query(
-      "INSERT INTO hosts (id, incarnation, started_at, heartbeat_at, lease_expires_at) VALUES ($1, 1, $2, $2, $2)",
-      [HOST_ID, at],
-    );
-    await tdb.pool.query(
-      "INSERT INTO projects (id, name, workspace_root, owner, created_at) VALUES ('prj_bench', 'bench', '/tmp', 'alice', $1)",
-      [at],
-    );
-    await tdb.pool.query(
-      `INSERT INTO sessions (id, project_id, title, owner, mode, permission_mode, provider, model, model_config, version, created_at, updated_at)
-       SELECT 'ses_' || g, 'prj_bench', '', 'alice', 'agent', 'inherit', 'scripted', 'demo',
-              '{"provider":"scripted","model":"demo"}'::jsonb, 0, $2, $2
-       FROM generate_series(1, $1::int) g`,
-      [N, at],
-    );
-    await tdb.pool.query(
-      `INSERT INTO session_leases (session_id, host_id, epoch, acquired_at)
-       SELECT id, $1, 1, $2 FROM sessions`,
-      [HOST_ID, at],
-    );
-    await tdb.pool.query("ANALYZE");
-    const ids = Array.from({ length: N }, (_, i) => `ses_${i + 1}`);
-
-    const clock = createClock();
-    const sessions = createSessionStore({ db, clock });
-    const plans = createPlanStore({ db, clock, sessions, approvalTimeoutMs: 30 * 60_000 });
-    const nc = { publish() {} } as unknown as Parameters<typeof createTurnDispatcher>[0]["nc"];
-    const dispatcher = createTurnDispatcher({
-      nc,
-      prefix: "bench",
-      hostId: "bench",
-      clock,
-      leaseMs: 15_000,
-      offerIntervalMs: 60_000,
-      log: silent,
-      onLeaseLost: () => {},
-    });
-    const events = { publish() {} } as unknown as EventPublisher;
-    const passivateAfterMs = 60_000;
-    const supervisor = createSessionSupervisor({
-      db,
-      clock,
-      sessions,
-      plans,
-      dispatcher,
-      events,
-      log: silent,
-      leaseMs: 15_000,
-      heartbeatMs: 3_000,
-      passivateAfterMs,
-    });
-
-    // Floor: the primary-key SELECT an activation does (it does two reads).
-    for (let i = 0; i < 500; i++) await db.query("SELECT mode FROM sessions WHERE id = $1", [ids[i]]);
-    const floorTimes: number[] = [];
-    for (let i = 0; i < 2000; i++) {
-      const t = performance.now();
-      await db.query("SELECT mode FROM sessions WHERE id = $1", [ids[(i * 7) % N]]);
-      floorTimes.push(performance.now() - t);
-    }
+    const ids = await seedSessions(tdb.pool);
+    const supervision = buildSupervisor(db);
+    const { clock, dispatcher, supervisor } = supervision;
+    const floorTimes = await pkSelectTimes(db, ids);
     // Warm the supervisor's code paths on 200 sessions, then passivate them again.
     for (let i = 0; i < 200; i++) await supervisor.activate(ids[i]!);
-    clock.advance(passivateAfterMs + 1);
+    clock.advance(PASSIVATE_AFTER_MS + 1);
     supervisor.passivateIdle();
 
     // Every session passivated: the host holds rows only.
     const passivated = await heap();
-
-    // Activation, one request at a time: until the actor has read its rows.
-    const cpu0 = process.cpuUsage();
-    const times: number[] = [];
-    for (const id of ids) {
-      const t = performance.now();
-      await supervisor.activate(id);
-      times.push(performance.now() - t);
-    }
-    const cpu = process.cpuUsage(cpu0);
-    const cpuPerActivationMs = (cpu.user + cpu.system) / 1000 / N;
-    if (supervisor.size() !== N) throw new Error(`expected ${N} live actors, got ${supervisor.size()}`);
+    const sequential = await activateInTurn(supervision, ids);
     const active = await heap();
 
     // Passivate all: the memory comes back.
-    clock.advance(passivateAfterMs + 1);
+    clock.advance(PASSIVATE_AFTER_MS + 1);
     const stoppedCount = supervisor.passivateIdle();
     const after = await heap();
-
-    // Activation with 32 requests in flight.
-    const concurrent: number[] = [];
-    let next = 0;
-    const t0 = performance.now();
-    await Promise.all(
-      Array.from({ length: 32 }, async () => {
-        while (next < N) {
-          const id = ids[next++]!;
-          const t = performance.now();
-          await supervisor.activate(id);
-          concurrent.push(performance.now() - t);
-        }
-      }),
-    );
-    const concurrentSeconds = (performance.now() - t0) / 1000;
+    const concurrent = await activateConcurrently(supervision, ids);
 
     supervisor.stopAll();
     dispatcher.stop();
@@ -212,10 +236,10 @@ async function hostSupervisor() {
       perActive: (active - passivated) / N,
       perPassivatedAfter: (after - passivated) / N,
       stoppedCount,
-      activation: stats(times),
-      cpuPerActivationMs,
-      concurrent: stats(concurrent),
-      concurrentRate: N / concurrentSeconds,
+      activation: stats(sequential.times),
+      cpuPerActivationMs: sequential.cpuPerActivationMs,
+      concurrent: stats(concurrent.times),
+      concurrentRate: concurrent.rate,
     };
   } finally {
     await tdb.drop();

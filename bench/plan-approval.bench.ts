@@ -184,178 +184,216 @@ async function approveStatements(pool: pg.Pool, i: number): Promise<void> {
   });
 }
 
+type Stack = Awaited<ReturnType<typeof createStack>>;
+
+/** The turn offers the host publishes (the bench is the only worker: it sees every one). */
+function offerQueue(stack: Stack) {
+  const offers: TurnOffer[] = [];
+  const waiters: Array<{ pred: (o: TurnOffer) => boolean; resolve: (o: TurnOffer) => void }> = [];
+  const sub = stack.nc.subscribe(agentSubject(stack.env.prefix, "offer"), {
+    callback: (_e, m) => {
+      const o = decodeJson(m.data) as TurnOffer;
+      const w = waiters.find((x) => x.pred(o));
+      if (w) {
+        waiters.splice(waiters.indexOf(w), 1);
+        w.resolve(o);
+      } else offers.push(o);
+    },
+  });
+  const next = (pred: (o: TurnOffer) => boolean): Promise<TurnOffer> => {
+    const i = offers.findIndex(pred);
+    if (i >= 0) return Promise.resolve(offers.splice(i, 1)[0]!);
+    return new Promise((resolve) => waiters.push({ pred, resolve }));
+  };
+  return { next, stop: () => sub.unsubscribe() };
+}
+
+/** Reference rows: one Plan session with a running turn per sample, in bulk. */
+async function seedReferenceRows(stack: Stack, projectId: string, total: number): Promise<void> {
+  await stack.db.pool.query(
+    `INSERT INTO sessions (id, project_id, title, owner, approvers, mode, permission_mode, provider, model, model_config, version, created_at, updated_at)
+     SELECT 'refs_' || g, $1, '', 'alice', '{}', 'plan', 'inherit', 'scripted', 'demo', '{}'::jsonb, 0, now(), now() FROM generate_series(0, $2 - 1) g`,
+    [projectId, total],
+  );
+  await stack.db.pool.query(
+    `INSERT INTO turns (id, session_id, kind, status, created_at) SELECT 'reft_' || g, 'refs_' || g, 'prompt', 'running', now()
+     FROM generate_series(0, $1 - 1) g`,
+    [total],
+  );
+}
+
+/** DBOS: a workflow that announces it is waiting, then waits for the person's answer in recv(). */
+async function launchDbos(systemDatabaseUrl: string) {
+  async function waitForApproval(): Promise<string> {
+    await DBOS.setEvent("waiting", true);
+    return (await DBOS.recv<string>("approval", 600)) ?? "timeout";
+  }
+  const workflow = DBOS.registerWorkflow(waitForApproval, { name: "waitForApproval" });
+  DBOS.setConfig({ name: "pihost-bench", systemDatabaseUrl, logLevel: "error" });
+  await DBOS.launch();
+  return workflow;
+}
+
+function newSamples() {
+  return {
+    hostSubmit: [] as number[],
+    hostApprove: [] as number[],
+    pgSubmit: [] as number[],
+    pgApprove: [] as number[],
+    dbosStart: [] as number[],
+    dbosSend: [] as number[],
+    // Where the host's time goes (same samples as hostSubmit / hostApprove, or in-process).
+    fileWrite: [] as number[],
+    resolveReply: [] as number[],
+    offerToClaim: [] as number[],
+  };
+}
+type Samples = ReturnType<typeof newSamples>;
+
+interface Bench {
+  stack: Stack;
+  projectId: string;
+  offers: ReturnType<typeof offerQueue>;
+  workflow: Awaited<ReturnType<typeof launchDbos>>;
+  scratch: string;
+  samples: Samples;
+}
+
+const claim = (b: Bench, turnId: string) =>
+  b.stack.agent.call<TurnAssignment>("claim", { turnId, workerId: "bench" });
+
+/** The host's submit and approve, on a Plan session whose turn the bench holds as the worker. */
+async function hostSample(b: Bench, i: number, pick: (s: number[]) => number[] | null): Promise<void> {
+  const alice = b.stack.rpc("alice");
+  const session = await alice.call<SessionView>("session.create", { projectId: b.projectId, mode: "plan" });
+  const { turnId } = await alice.call<{ turnId: string }>("session.prompt", {
+    sessionId: session.id,
+    text: "plan",
+  });
+  await b.offers.next((o) => o.turnId === turnId);
+  const a = await claim(b, turnId);
+
+  const submitted = await timed(pick(b.samples.hostSubmit), () =>
+    b.stack.agent.call<ToolExecuteResult>("tools.execute", {
+      sessionId: session.id,
+      turnId,
+      token: a.token,
+      toolCallId: "exit",
+      tool: "ExitPlanMode",
+      args: { title: `Bench plan ${i}`, markdown: PLAN_MARKDOWN, question: "Go?" },
+      batch: [{ toolCallId: "exit", tool: "ExitPlanMode" }],
+    }),
+  );
+  const proposalId = (submitted.details as { proposalId?: string } | undefined)?.proposalId;
+  if (submitted.isError || !proposalId) throw new Error(`submit failed: ${JSON.stringify(submitted)}`);
+
+  const exec = await timed(pick(b.samples.hostApprove), async () => {
+    const t0 = performance.now();
+    const view = await alice.call<ProposalView>("plans.resolve", {
+      proposalId,
+      sessionId: session.id,
+      turnId,
+      toolCallId: "exit",
+      action: "approve",
+      targetPermissionMode: "accept-edits",
+    });
+    if (view.executionState !== "queued") throw new Error(`approve: ${JSON.stringify(view)}`);
+    const t1 = performance.now();
+    const offer = await b.offers.next((o) => o.sessionId === session.id && o.kind === "execution");
+    const t2 = performance.now();
+    const assignment = await claim(b, offer.turnId);
+    pick(b.samples.resolveReply)?.push(t1 - t0);
+    pick(b.samples.offerToClaim)?.push(performance.now() - t2);
+    return assignment;
+  });
+  // Untimed: end the execution turn so the session is idle and holds no lease.
+  await b.stack.agent.call("turn.end", { turnId: exec.turnId, token: exec.token, status: "completed" });
+}
+
+/** The references of one sample: the plan file alone, bare transactions, DBOS. */
+async function referenceSample(b: Bench, i: number, pick: (s: number[]) => number[] | null): Promise<void> {
+  // The plan file alone, in process: exclusive create, write, fsync of the file and its folder.
+  await timed(pick(b.samples.fileWrite), () =>
+    writePlanArtifact({
+      workspaceRoot: b.scratch,
+      title: `Bench plan ${i}`,
+      markdown: PLAN_MARKDOWN,
+      now: new Date(),
+    }),
+  );
+  // Reference 1: the same statements as one bare transaction each.
+  await timed(pick(b.samples.pgSubmit), () => submitStatements(b.stack.db.pool, i));
+  await timed(pick(b.samples.pgApprove), () => approveStatements(b.stack.db.pool, i));
+  // Reference 2: DBOS start a durable wait, then send() the answer to it.
+  const handle = await timed(pick(b.samples.dbosStart), async () => {
+    const h = await DBOS.startWorkflow(b.workflow)();
+    if (!(await DBOS.getEvent<boolean>(h.workflowID, "waiting", 30))) throw new Error("DBOS: not waiting");
+    return h;
+  });
+  await timed(pick(b.samples.dbosSend), async () => {
+    await DBOS.send(handle.workflowID, "approve", "approval");
+    if ((await handle.getResult()) !== "approve") throw new Error("DBOS: wrong result");
+  });
+}
+
+function report(samples: Samples): string {
+  const s = Object.fromEntries(Object.entries(samples).map(([k, v]) => [k, stats(v)])) as Record<
+    keyof Samples,
+    Stats
+  >;
+  const ms = (x: number) => `${x.toFixed(2)} ms`.padStart(10);
+  const ratio = (a: number, b: number) => `${(a / b).toFixed(1)}x`.padStart(7);
+  const line = (name: string, x: Stats, pgRef?: Stats, dbosRef?: Stats) =>
+    `${name.padEnd(52)}${ms(x.p50)}${ms(x.p99)}` +
+    (pgRef && dbosRef
+      ? `${ratio(x.p50, pgRef.p50)}${ratio(x.p99, pgRef.p99)}${ratio(x.p50, dbosRef.p50)}${ratio(x.p99, dbosRef.p99)}`
+      : "");
+  return [
+    `plan approval path, n=${N} samples each (after ${WARMUP} warm-up), interleaved, ${new Date().toISOString()}`,
+    `${"case".padEnd(52)}${"p50".padStart(10)}${"p99".padStart(10)}${"p50/pg".padStart(7)}${"p99/pg".padStart(7)}${"p50/db".padStart(7)}${"p99/db".padStart(7)}`,
+    line("submit: host, tools.execute ExitPlanMode", s.hostSubmit, s.pgSubmit, s.dbosStart),
+    line("  part: the plan file alone (in process)", s.fileWrite),
+    line("  ref: bare Postgres tx, same statements", s.pgSubmit),
+    line("  ref: DBOS start workflow until waiting in recv()", s.dbosStart),
+    line("approve: host, plans.resolve -> execution running", s.hostApprove, s.pgApprove, s.dbosSend),
+    line("  part: plans.resolve request -> reply", s.resolveReply),
+    line("  part: offer received -> claim reply (running)", s.offerToClaim),
+    line("  ref: bare Postgres tx, same statements", s.pgApprove),
+    line("  ref: DBOS send() -> recv() -> workflow done", s.dbosSend),
+  ].join("\n");
+}
+
 async function main() {
   const stack = await createStack("benchappr");
   const dbosDb = await createTestDatabase("dbos_sys");
   let dbosLaunched = false;
   try {
     await stack.startHost();
-    const alice = stack.rpc("alice");
     const ws = stack.newWorkspace("bench");
-    const project = await alice.call<ProjectView>("projects.create", { name: "bench", workspaceRoot: ws });
-
-    // The bench is the only worker: it sees every offer (no queue group needed).
-    const offers: TurnOffer[] = [];
-    const offerWaiters: Array<{ pred: (o: TurnOffer) => boolean; resolve: (o: TurnOffer) => void }> = [];
-    const offerSub = stack.nc.subscribe(agentSubject(stack.env.prefix, "offer"), {
-      callback: (_e, m) => {
-        const o = decodeJson(m.data) as TurnOffer;
-        const w = offerWaiters.find((x) => x.pred(o));
-        if (w) {
-          offerWaiters.splice(offerWaiters.indexOf(w), 1);
-          w.resolve(o);
-        } else offers.push(o);
-      },
-    });
-    const nextOffer = (pred: (o: TurnOffer) => boolean): Promise<TurnOffer> => {
-      const i = offers.findIndex(pred);
-      if (i >= 0) return Promise.resolve(offers.splice(i, 1)[0]!);
-      return new Promise((resolve) => offerWaiters.push({ pred, resolve }));
-    };
-    const claim = (turnId: string) =>
-      stack.agent.call<TurnAssignment>("claim", { turnId, workerId: "bench" });
-
-    // Reference rows: one Plan session with a running turn per sample, in bulk.
+    const project = await stack
+      .rpc("alice")
+      .call<ProjectView>("projects.create", { name: "bench", workspaceRoot: ws });
+    const offers = offerQueue(stack);
     const total = N + WARMUP;
-    await stack.db.pool.query(
-      `INSERT INTO sessions (id, project_id, title, owner, approvers, mode, permission_mode, provider, model, model_config, version, created_at, updated_at)
-       SELECT 'refs_' || g, $1, '', 'alice', '{}', 'plan', 'inherit', 'scripted', 'demo', '{}'::jsonb, 0, now(), now() FROM generate_series(0, $2 - 1) g`,
-      [project.id, total],
-    );
-    await stack.db.pool.query(
-      `INSERT INTO turns (id, session_id, kind, status, created_at) SELECT 'reft_' || g, 'refs_' || g, 'prompt', 'running', now()
-       FROM generate_series(0, $1 - 1) g`,
-      [total],
-    );
-
-    // DBOS: a workflow that announces it is waiting, then waits for the person's answer in recv().
-    async function waitForApproval(): Promise<string> {
-      await DBOS.setEvent("waiting", true);
-      return (await DBOS.recv<string>("approval", 600)) ?? "timeout";
-    }
-    const approvalWorkflow = DBOS.registerWorkflow(waitForApproval, { name: "waitForApproval" });
-    DBOS.setConfig({ name: "pihost-bench", systemDatabaseUrl: dbosDb.url, logLevel: "error" });
-    await DBOS.launch();
+    await seedReferenceRows(stack, project.id, total);
+    const workflow = await launchDbos(dbosDb.url);
     dbosLaunched = true;
-
-    const samples = {
-      hostSubmit: [] as number[],
-      hostApprove: [] as number[],
-      pgSubmit: [] as number[],
-      pgApprove: [] as number[],
-      dbosStart: [] as number[],
-      dbosSend: [] as number[],
-      // Where the host's time goes (same samples as hostSubmit / hostApprove, or in-process).
-      fileWrite: [] as number[],
-      resolveReply: [] as number[],
-      offerToClaim: [] as number[],
+    const samples = newSamples();
+    const b: Bench = {
+      stack,
+      projectId: project.id,
+      offers,
+      workflow,
+      scratch: stack.newWorkspace("scratch"),
+      samples,
     };
-    const scratch = stack.newWorkspace("scratch");
-
     for (let i = 0; i < total; i++) {
-      const keep = i >= WARMUP;
-      const pick = (s: number[]) => (keep ? s : null);
-
-      // Host: a Plan session whose turn the bench holds as the worker (untimed).
-      const session = await alice.call<SessionView>("session.create", {
-        projectId: project.id,
-        mode: "plan",
-      });
-      const { turnId } = await alice.call<{ turnId: string }>("session.prompt", {
-        sessionId: session.id,
-        text: "plan",
-      });
-      await nextOffer((o) => o.turnId === turnId);
-      const a = await claim(turnId);
-
-      const submitted = await timed(pick(samples.hostSubmit), () =>
-        stack.agent.call<ToolExecuteResult>("tools.execute", {
-          sessionId: session.id,
-          turnId,
-          token: a.token,
-          toolCallId: "exit",
-          tool: "ExitPlanMode",
-          args: { title: `Bench plan ${i}`, markdown: PLAN_MARKDOWN, question: "Go?" },
-          batch: [{ toolCallId: "exit", tool: "ExitPlanMode" }],
-        }),
-      );
-      const proposalId = (submitted.details as { proposalId?: string } | undefined)?.proposalId;
-      if (submitted.isError || !proposalId) throw new Error(`submit failed: ${JSON.stringify(submitted)}`);
-
-      const exec = await timed(pick(samples.hostApprove), async () => {
-        const t0 = performance.now();
-        const view = await alice.call<ProposalView>("plans.resolve", {
-          proposalId,
-          sessionId: session.id,
-          turnId,
-          toolCallId: "exit",
-          action: "approve",
-          targetPermissionMode: "accept-edits",
-        });
-        if (view.executionState !== "queued") throw new Error(`approve: ${JSON.stringify(view)}`);
-        const t1 = performance.now();
-        const offer = await nextOffer((o) => o.sessionId === session.id && o.kind === "execution");
-        const t2 = performance.now();
-        const assignment = await claim(offer.turnId);
-        pick(samples.resolveReply)?.push(t1 - t0);
-        pick(samples.offerToClaim)?.push(performance.now() - t2);
-        return assignment;
-      });
-      // Untimed: end the execution turn so the session is idle and holds no lease.
-      await stack.agent.call("turn.end", { turnId: exec.turnId, token: exec.token, status: "completed" });
-
-      // The plan file alone, in process: exclusive create, write, fsync of the file and its folder.
-      await timed(pick(samples.fileWrite), () =>
-        writePlanArtifact({
-          workspaceRoot: scratch,
-          title: `Bench plan ${i}`,
-          markdown: PLAN_MARKDOWN,
-          now: new Date(),
-        }),
-      );
-
-      // Reference 1: the same statements as one bare transaction each.
-      await timed(pick(samples.pgSubmit), () => submitStatements(stack.db.pool, i));
-      await timed(pick(samples.pgApprove), () => approveStatements(stack.db.pool, i));
-
-      // Reference 2: DBOS start a durable wait, then send() the answer to it.
-      const handle = await timed(pick(samples.dbosStart), async () => {
-        const h = await DBOS.startWorkflow(approvalWorkflow)();
-        if (!(await DBOS.getEvent<boolean>(h.workflowID, "waiting", 30)))
-          throw new Error("DBOS: not waiting");
-        return h;
-      });
-      await timed(pick(samples.dbosSend), async () => {
-        await DBOS.send(handle.workflowID, "approve", "approval");
-        if ((await handle.getResult()) !== "approve") throw new Error("DBOS: wrong result");
-      });
+      const pick = (s: number[]) => (i >= WARMUP ? s : null);
+      await hostSample(b, i, pick);
+      await referenceSample(b, i, pick);
     }
-    offerSub.unsubscribe();
-
-    const s = Object.fromEntries(Object.entries(samples).map(([k, v]) => [k, stats(v)])) as Record<
-      keyof typeof samples,
-      Stats
-    >;
-    const ms = (x: number) => `${x.toFixed(2)} ms`.padStart(10);
-    const ratio = (a: number, b: number) => `${(a / b).toFixed(1)}x`.padStart(7);
-    const line = (name: string, x: Stats, pgRef?: Stats, dbosRef?: Stats) =>
-      `${name.padEnd(52)}${ms(x.p50)}${ms(x.p99)}` +
-      (pgRef && dbosRef
-        ? `${ratio(x.p50, pgRef.p50)}${ratio(x.p99, pgRef.p99)}${ratio(x.p50, dbosRef.p50)}${ratio(x.p99, dbosRef.p99)}`
-        : "");
-    const out = [
-      `plan approval path, n=${N} samples each (after ${WARMUP} warm-up), interleaved, ${new Date().toISOString()}`,
-      `${"case".padEnd(52)}${"p50".padStart(10)}${"p99".padStart(10)}${"p50/pg".padStart(7)}${"p99/pg".padStart(7)}${"p50/db".padStart(7)}${"p99/db".padStart(7)}`,
-      line("submit: host, tools.execute ExitPlanMode", s.hostSubmit, s.pgSubmit, s.dbosStart),
-      line("  part: the plan file alone (in process)", s.fileWrite),
-      line("  ref: bare Postgres tx, same statements", s.pgSubmit),
-      line("  ref: DBOS start workflow until waiting in recv()", s.dbosStart),
-      line("approve: host, plans.resolve -> execution running", s.hostApprove, s.pgApprove, s.dbosSend),
-      line("  part: plans.resolve request -> reply", s.resolveReply),
-      line("  part: offer received -> claim reply (running)", s.offerToClaim),
-      line("  ref: bare Postgres tx, same statements", s.pgApprove),
-      line("  ref: DBOS send() -> recv() -> workflow done", s.dbosSend),
-    ].join("\n");
+    offers.stop();
+    const out = report(samples);
     console.log(out);
     if (process.env.BENCH_OUT) writeFileSync(path.resolve(process.env.BENCH_OUT), `${out}\n`);
   } finally {
