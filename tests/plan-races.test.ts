@@ -30,6 +30,7 @@ import {
 import { useStack } from "./support/stack-fixture.ts";
 import type { TestDatabase } from "./support/test-db.ts";
 import { refusalCode } from "./support/worker-double.ts";
+import { unwrap } from "../services/protocol/result.ts";
 
 const RACERS = 20;
 const LOSING_CODES = ["PLAN_ALREADY_RESOLVED", "PLAN_APPROVAL_CONFLICT"];
@@ -250,7 +251,7 @@ describe("20 concurrent resolves against the plan store (no actor in between)", 
       const first: Mix = (["approve", "reject", "approves"] as const)[round % 3]!;
       const ws = path.join(dir, `ws-${round}`);
       mkdirSync(ws);
-      const project = await projects.create("alice", `p${round}`, ws);
+      const project = unwrap(await projects.create("alice", `p${round}`, ws));
       await projects.members.add("alice", project.id, "bob");
       const session = await sessions.createSession(
         "alice",

@@ -26,6 +26,7 @@ import { addMembers, type EventCollector, eventually } from "./support/stack.ts"
 import { useStack } from "./support/stack-fixture.ts";
 import type { TestDatabase } from "./support/test-db.ts";
 import { refusalCode } from "./support/worker-double.ts";
+import { unwrap } from "../services/protocol/result.ts";
 
 const TITLES = ["Rejected plan", "Interrupted plan", "Expired plan", "Approved plan", "Pending plan"];
 
@@ -345,7 +346,7 @@ describe("plans.history against the plan store alone", () => {
     const plans = createPlanStore({ db, clock, sessions, approvalTimeoutMs: 30 * 60_000 });
     const ws = path.join(dir, "ws");
     mkdirSync(ws);
-    const project = await projects.create("alice", "history", ws);
+    const project = unwrap(await projects.create("alice", "history", ws));
     const session = await sessions.createSession(
       "alice",
       { projectId: project.id, mode: "plan" },

@@ -18,6 +18,7 @@ import type { ProjectView } from "../services/protocol/schemas.ts";
 import { agentTurnIn, openStackDir, toolCaller } from "./support/sandbox.ts";
 import { useStack } from "./support/stack-fixture.ts";
 import { refusalCode } from "./support/worker-double.ts";
+import { unwrap } from "../services/protocol/result.ts";
 
 const stack = useStack("projoverlap", {
   extra: { PI_TURN_LEASE_MS: String(3600_000) },
@@ -130,12 +131,12 @@ describe("overlapping project roots", () => {
       const parent = stack.newWorkspace("bobs");
       const root = path.join(parent, "secret-name");
       mkdirSync(root);
-      const bobs = await store.create("bob", "bobs", root);
-      const hidden = await refused(store.create("mallory", "m", parent));
+      const bobs = unwrap(await store.create("bob", "bobs", root));
+      const hidden = await refused(store.create("mallory", "m", parent).then(unwrap));
       expect(hidden).toMatchObject({ code: "PROJECT_ROOT_OVERLAPS", details: { projectId: bobs.id } });
       expect(JSON.stringify(hidden.details)).not.toContain("secret-name");
       expect(hidden.message).not.toContain("secret-name");
-      const shown = await refused(store.create("bob", "b2", parent));
+      const shown = await refused(store.create("bob", "b2", parent).then(unwrap));
       expect(shown.details).toMatchObject({ projectId: bobs.id, relation: "contains", workspaceRoot: root });
       expect(shown.message).toContain(root);
     } finally {

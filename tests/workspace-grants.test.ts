@@ -19,6 +19,7 @@ import type { ProjectView } from "../services/protocol/schemas.ts";
 import { hostEnv, spawnTs } from "./support/processes.ts";
 import type { Stack } from "./support/stack.ts";
 import { useStack } from "./support/stack-fixture.ts";
+import { unwrap } from "../services/protocol/result.ts";
 
 const accessFile = (dir: string) => `teams:
   web: [alice, bob]
@@ -221,9 +222,9 @@ describe("without PI_WORKSPACE_ACCESS", () => {
         workspaceAccess,
       });
       mkdirSync(at("bob", "prod"));
-      expect((await store.create("bob", "p", at("bob", "prod"))).workspaceRoot).toBe(at("bob", "prod"));
+      expect(unwrap(await store.create("bob", "p", at("bob", "prod"))).workspaceRoot).toBe(at("bob", "prod"));
       for (const root of [at("alice"), at("bob", "to-alice"), stack.dir, at("web"), at("shared")]) {
-        const err = await refused(store.create("bob", "x", root));
+        const err = await refused(store.create("bob", "x", root).then(unwrap));
         expect(err.code, root).toBe("WORKSPACE_NOT_ALLOWED");
         expect(err.details, root).toEqual({ mayOpen: [at("bob")] });
       }

@@ -11,7 +11,7 @@ import type { Db } from "../store/db.ts";
 import type { ClientHandlers, RequestContext } from "./request-context.ts";
 import { readPlanArtifact, sha256Hex } from "../store/plan-artifact.ts";
 import type { PlanStore } from "../store/plan-store.ts";
-import { assertApproversAreMembers } from "../store/project-members.ts";
+import { approversAreMembers } from "../store/project-members.ts";
 import type { ProjectStore } from "../store/project-store.ts";
 import type { SessionSupervisor } from "../sessions/actors/session-supervisor.ts";
 import { PASSIVATED } from "../sessions/actors/machine-state.ts";
@@ -209,7 +209,8 @@ export function createClientApi(deps: {
       const row = gated(ctx);
       if (p.model) chooseModel(p.model);
       // Only members may be named approver (a later removal ends their rights: project-members.ts).
-      await assertApproversAreMembers(db, row.project_id, p.approvers);
+      const approvers = await approversAreMembers(db, row.project_id, p.approvers);
+      if (!approvers.ok) return approvers;
       return ok(
         live(
           await supervisor.request<StoredSessionView>(p.sessionId, (reply) => ({

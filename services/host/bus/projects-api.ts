@@ -59,29 +59,30 @@ export function createProjectsApi(
         owner === principal || deps.devMode || deps.settingsAdmins.includes(principal);
       // Only a folder the caller may open (PI_WORKSPACE_ACCESS), checked on its real path; then
       // overlaps: nothing is granted on a root that could never be a project.
-      const { root, configuredRoot } = await store.resolveRoot(principal, p.workspaceRoot);
-      await store.assertNoOverlap(root, mayView);
+      const resolved = await store.resolveRoot(principal, p.workspaceRoot);
+      if (!resolved.ok) return resolved;
+      const { root, configuredRoot } = resolved.value;
+      const overlap = await store.noOverlap(root, mayView);
+      if (!overlap.ok) return overlap;
       const usable = await ensureUsable(root, configuredRoot);
       if (!usable.ok) return usable;
-      return ok(await store.create(principal, p.name, root, { mayView, audit: usable.value }));
+      return store.create(principal, p.name, root, { mayView, audit: usable.value });
     },
 
     // Membership and ownership are checked by the store under the project's row (gates.ts).
-    "projects.get": async (principal, p) => ok(await store.get(principal, p.projectId)),
+    "projects.get": (principal, p) => store.get(principal, p.projectId),
 
     "projects.list": async (principal, p) => ok(await store.listForMember(principal, p)),
 
-    "projects.members.list": async (principal, p) => ok(await store.members.list(principal, p.projectId, p)),
+    "projects.members.list": (principal, p) => store.members.list(principal, p.projectId, p),
 
-    "projects.members.add": async (principal, p) =>
-      ok(await store.members.add(principal, p.projectId, p.principal)),
+    "projects.members.add": (principal, p) => store.members.add(principal, p.projectId, p.principal),
 
-    "projects.members.remove": async (principal, p) =>
-      ok(await store.members.remove(principal, p.projectId, p.principal)),
+    "projects.members.remove": (principal, p) => store.members.remove(principal, p.projectId, p.principal),
 
-    "projects.leave": async (principal, p) => ok(await store.members.leave(principal, p.projectId)),
+    "projects.leave": (principal, p) => store.members.leave(principal, p.projectId),
 
     // A settings admin's (the gate, gates.ts).
-    "projects.configure": async (principal, p) => ok(await store.configure(principal, p)),
+    "projects.configure": (principal, p) => store.configure(principal, p),
   };
 }

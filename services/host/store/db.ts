@@ -2,6 +2,7 @@
 // unit of every authoritative change (docs/architecture.md "Host start-up").
 import pg from "pg";
 import { AppError } from "../../protocol/app-error.ts";
+import type { Result } from "../../protocol/result.ts";
 
 export type Db = pg.Pool;
 export type Tx = pg.PoolClient;
@@ -159,6 +160,33 @@ export async function withTransaction<T>(db: Db, fn: (tx: Tx) => Promise<T>): Pr
     throw err;
   } finally {
     client.release(broken);
+  }
+}
+
+/** How a refusal leaves withRefusableTransaction's body: never seen outside it. */
+class Refused {
+  constructor(readonly result: Result<never>) {}
+}
+
+/**
+ * A transaction whose body answers a Result: committed when it is ok, rolled back when it is a
+ * refusal (nothing the body wrote stays), and the refusal returned as the value it is. Expected
+ * refusals inside a transaction travel this way, never as a thrown AppError (docs/architecture.md
+ * "Refusals").
+ */
+export async function withRefusableTransaction<T>(
+  db: Db,
+  fn: (tx: Tx) => Promise<Result<T>>,
+): Promise<Result<T>> {
+  try {
+    return await withTransaction(db, async (tx) => {
+      const result = await fn(tx);
+      if (!result.ok) throw new Refused(result);
+      return result;
+    });
+  } catch (err) {
+    if (err instanceof Refused) return err.result;
+    throw err;
   }
 }
 

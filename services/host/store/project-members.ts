@@ -3,14 +3,14 @@
 // may leave. Every other store that checks an approver joins these rows through the SQL fragments
 // below, so membership is checked when it is used: a removed (or departed) member's approver rights
 // end with that commit.
-import { AppError } from "../../protocol/app-error.ts";
 import { boundPage } from "./bounded-page.ts";
 import { encodePosition } from "../../protocol/pages.ts";
 import type { ProjectLeft } from "../../protocol/project-schemas.ts";
 import type { ProjectMembersView } from "../../protocol/schemas.ts";
+import { ok, refuse, type Result } from "../../protocol/result.ts";
 import { appendAudit } from "./audit-log.ts";
 import type { Clock } from "../clock.ts";
-import { type Db, type Tx, withTransaction } from "./db.ts";
+import { type Db, type Tx, withRefusableTransaction } from "./db.ts";
 import { keysetWindow, microsSql } from "./keyset-sql.ts";
 
 /** `principal` is a member of `project` (both SQL expressions). */
@@ -36,15 +36,15 @@ export async function isMember(q: Db | Tx, projectId: string, principal: string)
 }
 
 /**
- * INVALID_PARAMS (`details: {field: "approvers", notMembers}`) unless every named approver is a
- * member of the project: only members may be named approver (one query for the whole list).
+ * Refused INVALID_PARAMS (`details: {field: "approvers", notMembers}`) unless every named approver
+ * is a member of the project: only members may be named approver (one query for the whole list).
  */
-export async function assertApproversAreMembers(
+export async function approversAreMembers(
   q: Db | Tx,
   projectId: string,
   approvers: readonly string[] | undefined,
-): Promise<void> {
-  if (!approvers || approvers.length === 0) return;
+): Promise<Result<void>> {
+  if (!approvers || approvers.length === 0) return ok(undefined);
   const r = await q.query(
     `SELECT array_agg(a ORDER BY i) AS missing FROM unnest($2::text[]) WITH ORDINALITY AS x(a, i)
       WHERE NOT ${isMemberSql("$1", "x.a")}`,
@@ -52,9 +52,11 @@ export async function assertApproversAreMembers(
   );
   const missing: string[] | null = r.rows[0]?.missing ?? null;
   if (missing && missing.length > 0)
-    throw new AppError("INVALID_PARAMS", `approvers must be members of the project: ${missing.join(", ")}`, {
-      details: { field: "approvers", notMembers: missing },
+    return refuse("INVALID_PARAMS", `approvers must be members of the project: ${missing.join(", ")}`, {
+      field: "approvers",
+      notMembers: missing,
     });
+  return ok(undefined);
 }
 
 /**
@@ -126,10 +128,9 @@ interface ProjectMembersDeps {
   clock: Clock;
 }
 
-async function lockProject(tx: Tx, projectId: string): Promise<{ owner: string }> {
+async function lockProject(tx: Tx, projectId: string): Promise<Result<{ owner: string }>> {
   const r = await tx.query("SELECT owner FROM projects WHERE id = $1 FOR UPDATE", [projectId]);
-  if (r.rowCount === 0) throw new AppError("PROJECT_NOT_FOUND");
-  return r.rows[0];
+  return r.rowCount === 0 ? refuse("PROJECT_NOT_FOUND") : ok(r.rows[0]);
 }
 
 /** The owner-only check of add and remove, under the project's row lock (FORBIDDEN otherwise). */
@@ -137,13 +138,14 @@ async function ownerTx<T>(
   db: Db,
   principal: string,
   projectId: string,
-  body: (tx: Tx, owner: string) => Promise<T>,
-): Promise<T> {
-  return withTransaction(db, async (tx) => {
-    const { owner } = await lockProject(tx, projectId);
-    if (owner !== principal)
-      throw new AppError("FORBIDDEN", "only the project's owner may change its members");
-    return body(tx, owner);
+  body: (tx: Tx, owner: string) => Promise<Result<T>>,
+): Promise<Result<T>> {
+  return withRefusableTransaction(db, async (tx) => {
+    const project = await lockProject(tx, projectId);
+    if (!project.ok) return project;
+    if (project.value.owner !== principal)
+      return refuse("FORBIDDEN", "only the project's owner may change its members");
+    return body(tx, project.value.owner);
   });
 }
 
@@ -162,14 +164,14 @@ async function listMembers(
   principal: string,
   projectId: string,
   page: MembersPage = {},
-): Promise<ProjectMembersView> {
+): Promise<Result<ProjectMembersView>> {
   const r = await db.query(
     `SELECT owner, ${isMemberSql("projects.id", "$2")} AS member FROM projects WHERE id = $1`,
     [projectId, principal],
   );
-  if (r.rowCount === 0) throw new AppError("PROJECT_NOT_FOUND");
-  if (r.rows[0].member !== true) throw new AppError("FORBIDDEN");
-  return membersPage(db, projectId, r.rows[0].owner, page);
+  if (r.rowCount === 0) return refuse("PROJECT_NOT_FOUND");
+  if (r.rows[0].member !== true) return refuse("FORBIDDEN");
+  return ok(await membersPage(db, projectId, r.rows[0].owner, page));
 }
 
 /**
@@ -181,7 +183,7 @@ async function addMember(
   principal: string,
   projectId: string,
   member: string,
-): Promise<ProjectMembersView> {
+): Promise<Result<ProjectMembersView>> {
   return ownerTx(db, principal, projectId, async (tx, owner) => {
     const at = clock.date();
     const r = await tx.query(
@@ -196,7 +198,7 @@ async function addMember(
         action: "project.members.add",
         details: { projectId, member },
       });
-    return membersPage(tx, projectId, owner, {});
+    return ok(await membersPage(tx, projectId, owner, {}));
   });
 }
 
@@ -210,11 +212,11 @@ async function removeMember(
   principal: string,
   projectId: string,
   member: string,
-): Promise<ProjectMembersView> {
+): Promise<Result<ProjectMembersView>> {
   return ownerTx(db, principal, projectId, async (tx, owner) => {
     if (member === owner)
-      throw new AppError("INVALID_PARAMS", "the project's owner is always a member and cannot be removed", {
-        details: { field: "principal" },
+      return refuse("INVALID_PARAMS", "the project's owner is always a member and cannot be removed", {
+        field: "principal",
       });
     const r = await tx.query("DELETE FROM project_members WHERE project_id = $1 AND principal = $2", [
       projectId,
@@ -227,7 +229,7 @@ async function removeMember(
         action: "project.members.remove",
         details: { projectId, member },
       });
-    return membersPage(tx, projectId, owner, {});
+    return ok(await membersPage(tx, projectId, owner, {}));
   });
 }
 
@@ -240,22 +242,23 @@ async function leaveProject(
   { db, clock }: ProjectMembersDeps,
   principal: string,
   projectId: string,
-): Promise<ProjectLeft> {
-  return withTransaction(db, async (tx) => {
-    const { owner } = await lockProject(tx, projectId);
-    if (owner === principal) throw new AppError("PROJECT_OWNER_CANNOT_LEAVE");
+): Promise<Result<ProjectLeft>> {
+  return withRefusableTransaction(db, async (tx) => {
+    const project = await lockProject(tx, projectId);
+    if (!project.ok) return project;
+    if (project.value.owner === principal) return refuse("PROJECT_OWNER_CANNOT_LEAVE");
     const r = await tx.query("DELETE FROM project_members WHERE project_id = $1 AND principal = $2", [
       projectId,
       principal,
     ]);
-    if (r.rowCount !== 1) throw new AppError("FORBIDDEN", "only a member of the project may leave it");
+    if (r.rowCount !== 1) return refuse("FORBIDDEN", "only a member of the project may leave it");
     await appendAudit(tx, {
       at: clock.date(),
       principal,
       action: "project.leave",
       details: { projectId, member: principal },
     });
-    return { projectId, left: true as const };
+    return ok({ projectId, left: true as const });
   });
 }
 

@@ -4,7 +4,7 @@
 // projects' roots.
 import { promises as fs } from "node:fs";
 import path from "node:path";
-import { AppError } from "../../protocol/app-error.ts";
+import { ok, refuse, type Result } from "../../protocol/result.ts";
 import { foldersFor, isUnder, type WorkspaceAccess } from "./workspace-grants.ts";
 
 /** The configured roots (PI_WORKSPACE_ROOTS) and who may open which folders under them. */
@@ -28,7 +28,7 @@ export async function resolveRoot(
   { workspaceRoots, workspaceAccess }: RootAccess,
   principal: string,
   workspaceRoot: string,
-): Promise<{ root: string; configuredRoot: string }> {
+): Promise<Result<{ root: string; configuredRoot: string }>> {
   const requested = path.resolve(workspaceRoot);
   const real = await fs.realpath(requested).catch(() => null);
   const isDir = real ? (await fs.stat(real).catch(() => null))?.isDirectory() === true : false;
@@ -47,7 +47,7 @@ export async function resolveRoot(
   const isRoot = real !== null && configured.includes(real);
   const configuredRoot = real === null ? undefined : configured.find((r) => r !== null && isUnder(real, r));
   if (real && isDir && !isRoot && configuredRoot && usable.some((f) => isUnder(real, f.real)))
-    return { root: real, configuredRoot };
+    return ok({ root: real, configuredRoot });
 
   const mayOpen = usable.map((f) => f.folder);
   const unusable = folders.filter((f) => f.real === null || !underRoot(f.real)).map((f) => f.folder);
@@ -61,7 +61,8 @@ export async function resolveRoot(
   const why = isRoot
     ? "is a configured workspace root (PI_WORKSPACE_ROOTS), which holds everyone's folders"
     : "is not an existing directory in a folder you may open";
-  throw new AppError("WORKSPACE_NOT_ALLOWED", `${requested} ${why}; ${yours}`, {
-    details: { mayOpen, ...(unusable.length > 0 ? { unusable } : {}) },
+  return refuse("WORKSPACE_NOT_ALLOWED", `${requested} ${why}; ${yours}`, {
+    mayOpen,
+    ...(unusable.length > 0 ? { unusable } : {}),
   });
 }

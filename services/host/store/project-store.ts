@@ -4,7 +4,6 @@
 // transaction on the host clock; tool calls read the settings on every call. No two project roots
 // overlap (equal, inside or containing); overlaps left by earlier versions are kept here, reported.
 // Who may see and use a project: its members (project-members.ts); the owner is one from the start.
-import { AppError } from "../../protocol/app-error.ts";
 import type { Logger } from "../../runtime/log.ts";
 import { ADVISORY_LOCKS } from "./advisory-locks.ts";
 import { boundPage } from "./bounded-page.ts";
@@ -17,7 +16,8 @@ import {
 } from "../../protocol/project-schemas.ts";
 import { appendAudit } from "./audit-log.ts";
 import type { Clock } from "../clock.ts";
-import { type Db, type Tx, withTransaction } from "./db.ts";
+import { type Db, type Tx, withRefusableTransaction } from "./db.ts";
+import { ok, refuse, type Result } from "../../protocol/result.ts";
 import { newId } from "../ids.ts";
 import { timePosition, timeWindow } from "./keyset-sql.ts";
 import { createProjectMembers, isMemberSql, type ProjectMembers } from "./project-members.ts";
@@ -94,7 +94,7 @@ function relation(root: string, other: string): "equal" | "inside" | "contains" 
 }
 
 /** The refusal of a root overlapping `other`; its root is named only to who may see that project. */
-function overlapRefusal(root: string, other: OverlapSide, visible: boolean): AppError {
+function overlapRefusal(root: string, other: OverlapSide, visible: boolean): Result<never> {
   const rel = relation(root, other.workspaceRoot);
   const where = visible ? ` (${other.workspaceRoot})` : "";
   const what =
@@ -103,12 +103,10 @@ function overlapRefusal(root: string, other: OverlapSide, visible: boolean): App
       : rel === "inside"
         ? "lies inside the root of"
         : "contains the root of";
-  return new AppError("PROJECT_ROOT_OVERLAPS", `${root} ${what} project ${other.projectId}${where}`, {
-    details: {
-      projectId: other.projectId,
-      relation: rel,
-      ...(visible ? { workspaceRoot: other.workspaceRoot } : {}),
-    },
+  return refuse("PROJECT_ROOT_OVERLAPS", `${root} ${what} project ${other.projectId}${where}`, {
+    projectId: other.projectId,
+    relation: rel,
+    ...(visible ? { workspaceRoot: other.workspaceRoot } : {}),
   });
 }
 
@@ -138,20 +136,23 @@ interface OverlapState {
   overlapIndex: Map<string, string[]>;
 }
 
-async function getRow(q: Db | Tx, projectId: string, forUpdate = false): Promise<ProjectRow> {
+async function getRow(q: Db | Tx, projectId: string, forUpdate = false): Promise<Result<ProjectRow>> {
   const r = await q.query(
     `SELECT ${PROJECT_COLUMNS} FROM projects WHERE id = $1${forUpdate ? " FOR UPDATE" : ""}`,
     [projectId],
   );
-  if (r.rowCount === 0) throw new AppError("PROJECT_NOT_FOUND");
-  return r.rows[0];
+  return r.rowCount === 0 ? refuse("PROJECT_NOT_FOUND") : ok(r.rows[0]);
 }
 
 /**
  * Refuses (PROJECT_ROOT_OVERLAPS) a real root equal to, inside or containing another project's
  * root; the other's root is named only if `mayView(owner)`. Unlocked: creates check again.
  */
-async function assertNoOverlap(q: Db | Tx, root: string, mayView: (owner: string) => boolean) {
+async function noOverlap(
+  q: Db | Tx,
+  root: string,
+  mayView: (owner: string) => boolean,
+): Promise<Result<void>> {
   const r = await q.query(
     `SELECT id, owner, workspace_root FROM projects
       WHERE workspace_root <> ''
@@ -161,9 +162,9 @@ async function assertNoOverlap(q: Db | Tx, root: string, mayView: (owner: string
     [asPrefix(root)],
   );
   const other = r.rows[0];
-  if (!other) return;
+  if (!other) return ok(undefined);
   const side = { projectId: other.id, owner: other.owner, workspaceRoot: other.workspace_root };
-  throw overlapRefusal(root, side, mayView(other.owner));
+  return overlapRefusal(root, side, mayView(other.owner));
 }
 
 /** Whose roots a create's refusal may name, and what joins its audit row's details. */
@@ -185,14 +186,17 @@ async function createProject(
   name: string,
   workspaceRoot: string,
   opts: CreateOptions = {},
-): Promise<ProjectView> {
+): Promise<Result<ProjectView>> {
   const mayView = opts.mayView ?? ((owner: string) => owner === principal);
-  const { root: real } = await resolveRoot(deps, principal, workspaceRoot);
+  const resolved = await resolveRoot(deps, principal, workspaceRoot);
+  if (!resolved.ok) return resolved;
+  const real = resolved.value.root;
   const id = newId("prj");
   const at = deps.clock.date();
-  return withTransaction(deps.db, async (tx) => {
+  return withRefusableTransaction(deps.db, async (tx) => {
     await tx.query("SELECT pg_advisory_xact_lock($1)", [PROJECT_ROOTS_LOCK]);
-    await assertNoOverlap(tx, real, mayView);
+    const overlap = await noOverlap(tx, real, mayView);
+    if (!overlap.ok) return overlap;
     const r = await tx.query(
       `INSERT INTO projects (id, name, workspace_root, owner, created_at) VALUES ($1, $2, $3, $4, $5)
        RETURNING ${PROJECT_COLUMNS}`,
@@ -205,7 +209,7 @@ async function createProject(
       action: "project.create",
       details: { projectId: id, workspaceRoot: real, ...opts.audit },
     });
-    return view(r.rows[0]);
+    return ok(view(r.rows[0]));
   });
 }
 
@@ -243,14 +247,14 @@ async function reportOverlaps(db: Db, state: OverlapState, log: Logger): Promise
 }
 
 /** The project, to a member only: PROJECT_NOT_FOUND, else FORBIDDEN for anyone else. */
-async function getProject(db: Db, principal: string, projectId: string): Promise<ProjectView> {
+async function getProject(db: Db, principal: string, projectId: string): Promise<Result<ProjectView>> {
   const r = await db.query(
     `SELECT ${PROJECT_COLUMNS}, ${isMemberSql("projects.id", "$2")} AS member FROM projects WHERE id = $1`,
     [projectId, principal],
   );
-  if (r.rowCount === 0) throw new AppError("PROJECT_NOT_FOUND");
-  if (r.rows[0].member !== true) throw new AppError("FORBIDDEN");
-  return view(r.rows[0]);
+  if (r.rowCount === 0) return refuse("PROJECT_NOT_FOUND");
+  if (r.rows[0].member !== true) return refuse("FORBIDDEN");
+  return ok(view(r.rows[0]));
 }
 
 /**
@@ -284,13 +288,16 @@ async function configure(
   { db, clock }: ProjectStoreDeps,
   principal: string,
   p: ProjectsConfigureParams,
-): Promise<ProjectView> {
+): Promise<Result<ProjectView>> {
   const origins = p.previewOrigins === undefined ? undefined : normalisePreviewOrigins(p.previewOrigins);
-  return withTransaction(db, async (tx) => {
-    const before = await getRow(tx, p.projectId, true);
+  return withRefusableTransaction(db, async (tx) => {
+    const row = await getRow(tx, p.projectId, true);
+    if (!row.ok) return row;
+    const before = row.value;
     if (p.expectedVersion !== undefined && p.expectedVersion !== before.version)
-      throw new AppError("PROJECT_VERSION_CONFLICT", undefined, {
-        details: { expectedVersion: p.expectedVersion, version: before.version },
+      return refuse("PROJECT_VERSION_CONFLICT", undefined, {
+        expectedVersion: p.expectedVersion,
+        version: before.version,
       });
     const network = p.network ?? before.network_allowed;
     const previewOrigins = origins ?? before.preview_origins;
@@ -298,7 +305,7 @@ async function configure(
     if (network !== before.network_allowed) changes.network = { from: before.network_allowed, to: network };
     if (previewOrigins.join("\n") !== before.preview_origins.join("\n"))
       changes.previewOrigins = { from: before.preview_origins, to: previewOrigins };
-    if (Object.keys(changes).length === 0) return view(before);
+    if (Object.keys(changes).length === 0) return ok(view(before));
     const at = clock.date();
     const r = await tx.query(
       `UPDATE projects SET network_allowed = $2, preview_origins = $3, version = version + 1, updated_at = $4
@@ -311,7 +318,7 @@ async function configure(
       action: "project.configure",
       details: { projectId: p.projectId, changes, version: before.version + 1 },
     });
-    return view(r.rows[0]);
+    return ok(view(r.rows[0]));
   });
 }
 
@@ -334,8 +341,8 @@ export function createProjectStore({
     /** Who may see and use each project: members.add / remove / list. */
     members,
     resolveRoot: (principal: string, workspaceRoot: string) => resolveRoot(deps, principal, workspaceRoot),
-    assertNoOverlap: (root: string, mayView: (owner: string) => boolean, q: Db | Tx = db) =>
-      assertNoOverlap(q, root, mayView),
+    noOverlap: (root: string, mayView: (owner: string) => boolean, q: Db | Tx = db) =>
+      noOverlap(q, root, mayView),
     create: (principal: string, name: string, workspaceRoot: string, opts?: CreateOptions) =>
       createProject(deps, members, principal, name, workspaceRoot, opts),
     reportOverlaps: (log: Logger) => reportOverlaps(db, state, log),

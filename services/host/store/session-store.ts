@@ -2,7 +2,7 @@
 // the host clock's time as a parameter; every authoritative change is one transaction.
 import { AppError } from "../../protocol/app-error.ts";
 import { type BoundedPage, boundPage } from "./bounded-page.ts";
-import { ok, type Result, refuse } from "../../protocol/result.ts";
+import { ok, type Result, refuse, unwrap } from "../../protocol/result.ts";
 import type {
   ModelConfig,
   OperatingMode,
@@ -20,7 +20,7 @@ import { newId } from "../ids.ts";
 import { timePosition, timeWindow } from "./keyset-sql.ts";
 import { type PlanningFacts, planningStates, usageOf } from "./session-usage.ts";
 import {
-  assertApproversAreMembers,
+  approversAreMembers,
   auditApproversAdded,
   isMember,
   memberApproversSql,
@@ -142,7 +142,7 @@ async function createSession(
     if (prj.rowCount === 0) throw new AppError("PROJECT_NOT_FOUND");
     if (!(await isMember(tx, p.projectId, principal)))
       throw new AppError("FORBIDDEN", "only members of the project may create sessions on it");
-    await assertApproversAreMembers(tx, p.projectId, p.approvers);
+    unwrap(await approversAreMembers(tx, p.projectId, p.approvers));
     const defaults = await tx.query("SELECT value FROM app_settings WHERE key = 'defaults'");
     const appMode = defaults.rows[0]?.value?.mode;
     const mode: OperatingMode = p.mode ?? (appMode === "plan" ? "plan" : "agent");
