@@ -1,13 +1,12 @@
 // Rows of scheduled_tasks and scheduled_runs as the schedule operations share them: the rows, their
 // wire views, the task lookups with their refusals.
-import { AppError } from "../../protocol/app-error.ts";
 import type {
   ScheduledRunStatus,
   ScheduledRunTrigger,
   ScheduledRunView,
   ScheduledTaskView,
 } from "../../protocol/scheduling-schemas.ts";
-import { ok, type Result, refuse, unwrap } from "../../protocol/result.ts";
+import { ok, type Result, refuse } from "../../protocol/result.ts";
 import type { ModelConfig, OperatingMode, PermissionMode } from "../../protocol/schemas.ts";
 import type { Db, Tx } from "./db.ts";
 
@@ -109,13 +108,6 @@ export async function findTask(q: Db | Tx, taskId: string, forUpdate = false): P
   return r.rows[0] ?? null;
 }
 
-/** The task; SCHEDULED_TASK_NOT_FOUND without one. */
-export async function getTask(q: Db | Tx, taskId: string, forUpdate = false): Promise<TaskRow> {
-  const row = await findTask(q, taskId, forUpdate);
-  if (!row) throw new AppError("SCHEDULED_TASK_NOT_FOUND");
-  return row;
-}
-
 /** The task, if the principal owns it: refused SCHEDULED_TASK_NOT_FOUND, else FORBIDDEN. */
 export async function findOwnedTask(
   q: Db | Tx,
@@ -127,14 +119,4 @@ export async function findOwnedTask(
   if (!row) return refuse("SCHEDULED_TASK_NOT_FOUND");
   if (row.owner !== principal) return refuse("FORBIDDEN", "only the task's owner may do this");
   return ok(row);
-}
-
-/** findOwnedTask, its refusal thrown. */
-export async function ownedTask(
-  q: Db | Tx,
-  principal: string,
-  taskId: string,
-  forUpdate = false,
-): Promise<TaskRow> {
-  return unwrap(await findOwnedTask(q, principal, taskId, forUpdate));
 }

@@ -23,8 +23,6 @@ import { scheduleClaims } from "./schedule-claims.ts";
 import { runsPage, tasksPage } from "./schedule-pages.ts";
 import {
   findOwnedTask,
-  getTask,
-  ownedTask,
   RUN_COLUMNS,
   type RunRow,
   TASK_COLUMNS,
@@ -349,8 +347,6 @@ async function listRuns(
 export function createScheduleStore(deps: ScheduleStoreDeps) {
   const { db, clock } = deps;
   return {
-    getTask,
-    ownedTask,
     /** The principal's task (SCHEDULED_TASK_NOT_FOUND, FORBIDDEN otherwise), read for a check. */
     taskOf: (principal: string, taskId: string) => findOwnedTask(db, principal, taskId),
     ...scheduleClaims({ db, clock }),
