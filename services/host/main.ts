@@ -12,7 +12,7 @@ import { createDrainGate } from "./bus/drain-gate.ts";
 import { reportOrphanArtifacts } from "./store/orphan-artifacts.ts";
 import { clientHandlers } from "./wiring/client-handlers.ts";
 import { closeBus, connectBus } from "./wiring/connections.ts";
-import { migrateAndFence, openWriter } from "./wiring/fence.ts";
+import { migrateAndFence, openWriter, type WriterParts } from "./wiring/fence.ts";
 import { reportSandbox } from "./wiring/sandbox-report.ts";
 import { listenHttp, readinessChecks, serveBus } from "./wiring/serve.ts";
 import {
@@ -20,13 +20,42 @@ import {
   buildStores,
   buildSupervision,
   buildToolPipeline,
+  type CoreDeps,
+  type ModelsAndSchedules,
+  type Stores,
+  type Supervision,
   watchLiveness,
 } from "./wiring/sessions.ts";
-import { handleStops } from "./wiring/shutdown.ts";
+import { handleStops, type StopDeps } from "./wiring/shutdown.ts";
 
 const log = createLogger("host");
 
-async function main(): Promise<void> {
+/** What start-up built before the host serves: the bus connections, the fenced writer and the session side. */
+interface Built {
+  config: StopDeps["config"];
+  version: string;
+  bus: StopDeps["bus"];
+  fence: StopDeps["fence"];
+  db: StopDeps["db"];
+  metrics: WriterParts["metrics"];
+  notices: WriterParts["notices"];
+  core: CoreDeps;
+  stores: Stores;
+  supervision: Supervision;
+  liveness: StopDeps["liveness"];
+  models: ModelsAndSchedules;
+  maxPayload: number;
+  sandbox: Awaited<ReturnType<typeof reportSandbox>>;
+  tools: ReturnType<typeof buildToolPipeline>;
+}
+
+/** Whether the host serves yet: readiness says not ready until it does. */
+interface ServingState {
+  serving: boolean;
+}
+
+/** Connect, migrate and fence, then build the session side; nothing is subscribed yet. */
+async function build(): Promise<Built> {
   const config = readHostConfig();
   const pkg = JSON.parse(readFileSync(path.resolve(import.meta.dirname, "../../package.json"), "utf8"));
   // NATS first: outside development mode a bus that checks no credentials is refused before the
@@ -59,16 +88,38 @@ async function main(): Promise<void> {
   const maxPayload = bus.rpcNc.info?.max_payload ?? 1024 * 1024;
   const sandbox = await reportSandbox(config.tools.sandbox, log);
   const tools = buildToolPipeline({ ...core, stores, supervision, metrics, maxPayload });
+  const version: string = pkg.version;
+  return {
+    config,
+    version,
+    bus,
+    fence,
+    db,
+    metrics,
+    notices,
+    core,
+    stores,
+    supervision,
+    liveness,
+    models,
+    maxPayload,
+    sandbox,
+    tools,
+  };
+}
 
+/** The health listener, the client handlers and the bus service, and the stops that end them. */
+async function serve(b: Built, state: ServingState) {
+  const { config, db, core, bus, metrics, stores, supervision, models, maxPayload } = b;
+  const { clock } = core;
   // The health, readiness and metrics listener, from the fence on; ready once serving.
-  let serving = false;
   const drain = createDrainGate();
   const readiness = readinessChecks({
     db,
     bus,
     drain,
-    sandboxAvailable: sandbox.available,
-    serving: () => serving,
+    sandboxAvailable: b.sandbox.available,
+    serving: () => state.serving,
   });
   const http = await listenHttp({ config, readiness, metrics, log });
   const handlers = clientHandlers({
@@ -85,7 +136,7 @@ async function main(): Promise<void> {
   });
   const service = await serveBus({
     ...core,
-    version: pkg.version,
+    version: b.version,
     bus,
     drain,
     metrics,
@@ -93,37 +144,35 @@ async function main(): Promise<void> {
     supervision,
     models,
     handlers,
-    tools,
+    tools: b.tools,
     maxPayload,
   });
   const stops = handleStops({
     ...core,
-    fence,
+    fence: b.fence,
     bus,
     drain,
-    notices,
+    notices: b.notices,
     stores,
     supervision,
     models,
-    liveness,
+    liveness: b.liveness,
     service,
     http,
   });
-  // A service stopped by an error (say, a subscription the server refused) answers nothing more:
-  // that is not a host that may keep running.
-  void service.stopped.then((err) => {
-    if (stops.stopping()) return;
-    log.error("host.service_stopped", err ? errorFields(err) : {});
-    process.exit(1);
-  });
+  return { service, stops };
+}
 
+/** Schedules and pruning start, workers are called, and the host says it is ready. */
+async function goLive(b: Built, state: ServingState): Promise<void> {
+  const { config, db, bus, stores, supervision, models, maxPayload } = b;
   await models.scheduler.start();
   stores.events.startPruning();
   await bus.nc.flush();
   await bus.rpcNc.flush();
   // Every worker says hello again (what it serves: models.list) now that this host listens.
   bus.nc.publish(agentSubject(config.prefix, "rollcall"));
-  serving = true;
+  state.serving = true;
   log.info("host.ready", {
     hostId: config.hostId,
     prefix: config.prefix,
@@ -138,6 +187,20 @@ async function main(): Promise<void> {
     hostId: config.hostId,
     listPlanFiles: (root) => supervision.runner.listPlanFiles(root),
   }).catch((err) => log.warn("host.orphan_artifacts_failed", errorFields(err)));
+}
+
+async function main(): Promise<void> {
+  const built = await build();
+  const state: ServingState = { serving: false };
+  const { service, stops } = await serve(built, state);
+  // A service stopped by an error (say, a subscription the server refused) answers nothing more:
+  // that is not a host that may keep running.
+  void service.stopped.then((err) => {
+    if (stops.stopping()) return;
+    log.error("host.service_stopped", err ? errorFields(err) : {});
+    process.exit(1);
+  });
+  await goLive(built, state);
 }
 
 main().catch((err) => {

@@ -57,7 +57,8 @@ export function workerOfRequest(
   };
 }
 
-export function createAgentApi(deps: {
+/** What the worker methods need: the stores, the session actors, the turn leases and the tool pipeline. */
+export interface AgentApiDeps {
   db: Db;
   sessions: SessionStore;
   supervisor: SessionSupervisor;
@@ -71,162 +72,181 @@ export function createAgentApi(deps: {
   parts?: BodyParts;
   /** Streamed model output, published live (sessions/events/live-output.ts); none: deltas are accepted and dropped. */
   live?: Pick<LiveOutput, "push">;
-}): AgentHandlers {
-  const { db, sessions, supervisor, dispatcher, events } = deps;
-  const parts = deps.parts ?? createBodyParts({ clock: { now: Date.now, date: () => new Date() } as Clock });
+}
 
-  /** The token check that precedes everything else: a missing, revoked or foreign token is refused. */
-  function authorize(params: unknown): Lease {
-    const p = (typeof params === "object" && params !== null ? params : {}) as Record<string, unknown>;
-    const lease = dispatcher.check(p.turnId, p.token);
-    if (!lease || ("sessionId" in p && p.sessionId !== lease.sessionId))
-      throw new AppError("TURN_TOKEN_INVALID");
-    return lease;
+/** The token check that precedes everything else: a missing, revoked or foreign token is refused. */
+function authorize(dispatcher: TurnDispatcher, params: unknown): Lease {
+  const p = (typeof params === "object" && params !== null ? params : {}) as Record<string, unknown>;
+  const lease = dispatcher.check(p.turnId, p.token);
+  if (!lease || ("sessionId" in p && p.sessionId !== lease.sessionId))
+    throw new AppError("TURN_TOKEN_INVALID");
+  return lease;
+}
+
+async function audienceOf(deps: AgentApiDeps, sessionId: string): Promise<Audience> {
+  const row = await deps.sessions.getRow(deps.db, sessionId);
+  return { sessionId, owner: row.owner, approvers: row.approvers };
+}
+
+async function claim(deps: AgentApiDeps, params: unknown): Promise<ResultOf<"claim">> {
+  const { db, supervisor, dispatcher } = deps;
+  // No token to check first: the bus decoded it by its schema already (host-bus.ts decodeBody).
+  const p = params as ParamsOf<"claim">;
+  const offer = dispatcher.take(p.turnId);
+  if (!offer) {
+    // An execution that was already claimed, ended or fenced says so with its own code.
+    const exec = await executionOfTurn(db, p.turnId);
+    if (exec && exec.executionState !== "queued") throw new AppError("PLAN_EXECUTION_STALE");
+    throw new AppError("TURN_NOT_CLAIMABLE");
   }
-
-  async function audienceOf(sessionId: string): Promise<Audience> {
-    const row = await sessions.getRow(db, sessionId);
-    return { sessionId, owner: row.owner, approvers: row.approvers };
+  try {
+    return await supervisor.request<ResultOf<"claim">>(offer.sessionId, (reply) => ({
+      type: "CLAIM",
+      turnId: p.turnId,
+      workerId: p.workerId,
+      reply,
+    }));
+  } catch (err) {
+    // A transient failure keeps the turn claimable; a refusal (stale, mismatch) does not.
+    if (!(err instanceof AppError) || err.code === "INTERNAL") dispatcher.restore(offer);
+    throw err;
   }
+}
 
-  const handlers: AgentHandlers = {
-    claim: async (params) => {
-      // No token to check first: the bus decoded it by its schema already (host-bus.ts decodeBody).
-      const p = params as ParamsOf<"claim">;
-      const offer = dispatcher.take(p.turnId);
-      if (!offer) {
-        // An execution that was already claimed, ended or fenced says so with its own code.
-        const exec = await executionOfTurn(db, p.turnId);
-        if (exec && exec.executionState !== "queued") throw new AppError("PLAN_EXECUTION_STALE");
-        throw new AppError("TURN_NOT_CLAIMABLE");
+async function context(deps: AgentApiDeps, params: unknown): Promise<ResultOf<"context">> {
+  const lease = authorize(deps.dispatcher, params);
+  const p = decodeParams(ContextParams, params);
+  return deps.sessions.transcriptPage(
+    lease.sessionId,
+    p.cursor ?? 0,
+    p.limit ?? 200,
+    deps.maxPageBytes,
+    p.part,
+  );
+}
+
+async function append(deps: AgentApiDeps, params: unknown): Promise<ResultOf<"append">> {
+  const { db, sessions, events } = deps;
+  const lease = authorize(deps.dispatcher, params);
+  // Model text is repaired, not refused: a NUL or lone surrogate becomes U+FFFD (text-safety.ts).
+  const p = decodeParams(AppendParams, sanitizeText(params).value);
+  const to = await audienceOf(deps, lease.sessionId);
+  for (const message of p.messages) {
+    if (message.role !== "assistant" && message.role !== "toolResult") {
+      throw new AppError("INVALID_PARAMS", "workers append only assistant and toolResult messages");
+    }
+  }
+  await withTransaction(db, async (tx) => {
+    for (const message of p.messages)
+      await sessions.appendTranscript(tx, lease.sessionId, lease.turnId, message);
+  });
+  for (const message of p.messages) {
+    if (message.role !== "assistant") continue;
+    const text = textOf(message.content);
+    if (text) events.publish(to, "message", { turnId: lease.turnId, role: "assistant", text });
+    for (const c of Array.isArray(message.content) ? message.content : []) {
+      if (c?.type === "toolCall") {
+        events.publish(to, "tool.called", {
+          turnId: lease.turnId,
+          toolCallId: String(c.id),
+          tool: String(c.name),
+          args: c.arguments ?? {},
+        });
       }
-      try {
-        return await supervisor.request<ResultOf<"claim">>(offer.sessionId, (reply) => ({
-          type: "CLAIM",
-          turnId: p.turnId,
-          workerId: p.workerId,
-          reply,
-        }));
-      } catch (err) {
-        // A transient failure keeps the turn claimable; a refusal (stale, mismatch) does not.
-        if (!(err instanceof AppError) || err.code === "INTERNAL") dispatcher.restore(offer);
-        throw err;
-      }
-    },
+    }
+  }
+  return { appended: p.messages.length };
+}
 
-    context: async (params) => {
-      const lease = authorize(params);
-      const p = decodeParams(ContextParams, params);
-      return sessions.transcriptPage(
-        lease.sessionId,
-        p.cursor ?? 0,
-        p.limit ?? 200,
-        deps.maxPageBytes,
-        p.part,
-      );
-    },
+async function heartbeat(deps: AgentApiDeps, params: unknown): Promise<ResultOf<"heartbeat">> {
+  const lease = authorize(deps.dispatcher, params);
+  decodeParams(HeartbeatParams, params);
+  deps.dispatcher.beat(lease);
+  return { ok: true, leaseMs: undefined };
+}
 
-    append: async (params) => {
-      const lease = authorize(params);
-      // Model text is repaired, not refused: a NUL or lone surrogate becomes U+FFFD (text-safety.ts).
-      const p = decodeParams(AppendParams, sanitizeText(params).value);
-      const to = await audienceOf(lease.sessionId);
-      for (const message of p.messages) {
-        if (message.role !== "assistant" && message.role !== "toolResult") {
-          throw new AppError("INVALID_PARAMS", "workers append only assistant and toolResult messages");
-        }
-      }
-      await withTransaction(db, async (tx) => {
-        for (const message of p.messages)
-          await sessions.appendTranscript(tx, lease.sessionId, lease.turnId, message);
-      });
-      for (const message of p.messages) {
-        if (message.role !== "assistant") continue;
-        const text = textOf(message.content);
-        if (text) events.publish(to, "message", { turnId: lease.turnId, role: "assistant", text });
-        for (const c of Array.isArray(message.content) ? message.content : []) {
-          if (c?.type === "toolCall") {
-            events.publish(to, "tool.called", {
-              turnId: lease.turnId,
-              toolCallId: String(c.id),
-              tool: String(c.name),
-              args: c.arguments ?? {},
-            });
-          }
-        }
-      }
-      return { appended: p.messages.length };
-    },
+async function turnEnd(deps: AgentApiDeps, params: unknown): Promise<ResultOf<"turn.end">> {
+  const lease = authorize(deps.dispatcher, params);
+  const p = decodeParams(TurnEndParams, params);
+  // A stopped worker's turn is aborted (WORKER_STOPPED), never handed to another worker; a
+  // failure the worker named (a provider's: PROVIDER_*, CONTEXT_TOO_LARGE, MODEL_NOT_CONFIGURED)
+  // keeps its code, any other is TOOL_FAILED; the worker's reason reaches turn.ended.
+  const stopped = p.status === "error" && p.code === "WORKER_STOPPED";
+  return deps.supervisor.request<ResultOf<"turn.end">>(lease.sessionId, (reply) => ({
+    type: "TURN_ENDED",
+    turnId: lease.turnId,
+    status: stopped ? "aborted" : p.status,
+    ...(p.status === "error" ? { code: p.code ?? "TOOL_FAILED" } : {}),
+    // Credential shapes go before the reason is stored or published, whatever the worker sent.
+    ...(p.status === "error" && p.error
+      ? { reason: redactSecrets(p.error).slice(0, TURN_END_REASON_CHARS) }
+      : {}),
+    reply,
+  }));
+}
 
-    heartbeat: async (params) => {
-      const lease = authorize(params);
-      decodeParams(HeartbeatParams, params);
-      dispatcher.beat(lease);
-      return { ok: true, leaseMs: undefined };
-    },
+async function toolsExecute(deps: AgentApiDeps, params: unknown): Promise<ResultOf<"tools.execute">> {
+  const lease = authorize(deps.dispatcher, params);
+  // Arguments are the model's: text Postgres cannot store in them is a refusal the model sees
+  // (recorded like any other), not a failed request; the rest of the body is checked as always.
+  const body = params as Record<string, unknown>;
+  const bad = unsafeTextPath(body.args, "/args");
+  if (bad === null) return deps.tools.execute(lease, decodeParams(ToolsExecuteParams, params));
+  return deps.tools.execute(lease, decodeParams(ToolsExecuteParams, { ...body, args: {} }), {
+    argsProblem: bad,
+  });
+}
 
-    "turn.end": async (params) => {
-      const lease = authorize(params);
-      const p = decodeParams(TurnEndParams, params);
-      // A stopped worker's turn is aborted (WORKER_STOPPED), never handed to another worker; a
-      // failure the worker named (a provider's: PROVIDER_*, CONTEXT_TOO_LARGE, MODEL_NOT_CONFIGURED)
-      // keeps its code, any other is TOOL_FAILED; the worker's reason reaches turn.ended.
-      const stopped = p.status === "error" && p.code === "WORKER_STOPPED";
-      return supervisor.request<ResultOf<"turn.end">>(lease.sessionId, (reply) => ({
-        type: "TURN_ENDED",
-        turnId: lease.turnId,
-        status: stopped ? "aborted" : p.status,
-        ...(p.status === "error" ? { code: p.code ?? "TOOL_FAILED" } : {}),
-        // Credential shapes go before the reason is stored or published, whatever the worker sent.
-        ...(p.status === "error" && p.error
-          ? { reason: redactSecrets(p.error).slice(0, TURN_END_REASON_CHARS) }
-          : {}),
-        reply,
-      }));
-    },
+async function delta(deps: AgentApiDeps, params: unknown): Promise<ResultOf<"delta">> {
+  const lease = authorize(deps.dispatcher, params);
+  const p = decodeParams(DeltaParams, sanitizeText(params).value);
+  deps.live?.push(lease.sessionId, lease.turnId, p.kind, p.text, p.toolCallId);
+  return { ok: true };
+}
 
-    "tools.execute": async (params) => {
-      const lease = authorize(params);
-      // Arguments are the model's: text Postgres cannot store in them is a refusal the model sees
-      // (recorded like any other), not a failed request; the rest of the body is checked as always.
-      const body = params as Record<string, unknown>;
-      const bad = unsafeTextPath(body.args, "/args");
-      if (bad === null) return deps.tools.execute(lease, decodeParams(ToolsExecuteParams, params));
-      return deps.tools.execute(lease, decodeParams(ToolsExecuteParams, { ...body, args: {} }), {
-        argsProblem: bad,
-      });
-    },
+async function bodyPart(
+  deps: AgentApiDeps,
+  parts: BodyParts,
+  params: unknown,
+): Promise<ResultOf<"body.part">> {
+  authorize(deps.dispatcher, params);
+  return parts.put(decodeParams(BodyPartParams, params));
+}
 
-    delta: async (params) => {
-      const lease = authorize(params);
-      const p = decodeParams(DeltaParams, sanitizeText(params).value);
-      deps.live?.push(lease.sessionId, lease.turnId, p.kind, p.text, p.toolCallId);
-      return { ok: true };
-    },
-
-    "body.part": async (params) => {
-      authorize(params);
-      return parts.put(decodeParams(BodyPartParams, params));
-    },
+/**
+ * A token method's body may come in parts: `{turnId, token, bodyParts}` stands for the assembled
+ * body, which must carry the same turn and token; the method then runs on it as sent whole.
+ */
+function withParts<M extends AgentMethod>(
+  deps: AgentApiDeps,
+  parts: BodyParts,
+  handler: AgentHandler<M>,
+): AgentHandler<M> {
+  return async (params) => {
+    const p = params as Record<string, unknown> | null;
+    if (typeof p !== "object" || p === null || !("bodyParts" in p)) return handler(params);
+    authorize(deps.dispatcher, params);
+    const ref = decodeParams(BodyPartsRef, params);
+    const body = parts.take(ref.turnId, ref.bodyParts);
+    if (body.turnId !== ref.turnId || body.token !== ref.token)
+      throw new AppError("INVALID_PARAMS", "a body in parts must carry the turn and token of its request");
+    return handler(body);
   };
+}
 
-  /**
-   * A token method's body may come in parts: `{turnId, token, bodyParts}` stands for the assembled
-   * body, which must carry the same turn and token; the method then runs on it as sent whole.
-   */
-  const withParts =
-    <M extends AgentMethod>(handler: AgentHandler<M>): AgentHandler<M> =>
-    async (params) => {
-      const p = params as Record<string, unknown> | null;
-      if (typeof p !== "object" || p === null || !("bodyParts" in p)) return handler(params);
-      authorize(params);
-      const ref = decodeParams(BodyPartsRef, params);
-      const body = parts.take(ref.turnId, ref.bodyParts);
-      if (body.turnId !== ref.turnId || body.token !== ref.token)
-        throw new AppError("INVALID_PARAMS", "a body in parts must carry the turn and token of its request");
-      return handler(body);
-    };
-  handlers.append = withParts(handlers.append);
-  handlers["tools.execute"] = withParts(handlers["tools.execute"]);
+export function createAgentApi(deps: AgentApiDeps): AgentHandlers {
+  const parts = deps.parts ?? createBodyParts({ clock: { now: Date.now, date: () => new Date() } as Clock });
+  const handlers: AgentHandlers = {
+    claim: (params) => claim(deps, params),
+    context: (params) => context(deps, params),
+    append: (params) => append(deps, params),
+    heartbeat: (params) => heartbeat(deps, params),
+    "turn.end": (params) => turnEnd(deps, params),
+    "tools.execute": (params) => toolsExecute(deps, params),
+    delta: (params) => delta(deps, params),
+    "body.part": (params) => bodyPart(deps, parts, params),
+  };
+  handlers.append = withParts(deps, parts, handlers.append);
+  handlers["tools.execute"] = withParts(deps, parts, handlers["tools.execute"]);
   return handlers;
 }

@@ -93,7 +93,8 @@ export interface ForwardedRequest {
   notServed(reason: string): void;
 }
 
-export function createForwarding(deps: {
+/** What forwarding needs: the host's own connection, its identity and how to find a session's owner. */
+export interface ForwardingDeps {
   /**
    * The host's own connection (its NATS user, which alone publishes and subscribes host to host);
    * never the serving one, whose user may publish only into inboxes (docs/security.md "The bus").
@@ -111,117 +112,132 @@ export function createForwarding(deps: {
   ownerOf: (
     ref: SessionRef,
   ) => Promise<{ sessionId: string; hostId: string | null; hostState: HostState | null } | null>;
-}) {
-  const { nc, prefix, hostId, log } = deps;
-  const unavailable = (owner: string, message: string, cause?: unknown) =>
-    new AppError("HOST_UNAVAILABLE", message, {
-      ...(cause !== undefined ? { cause } : {}),
-      details: { hostId: owner },
-    });
+}
 
+function unavailable(owner: string, message: string, cause?: unknown): AppError {
+  return new AppError("HOST_UNAVAILABLE", message, {
+    ...(cause !== undefined ? { cause } : {}),
+    details: { hostId: owner },
+  });
+}
+
+/**
+ * Where a request is served: `forwardTo` the owner host, or null to serve it here (no session, no
+ * lease, or ours), with the session it concerns when a row named it (the handler then reads
+ * nothing to find it). An owner that is `dead` or `stopped` is refused at once, HOST_UNAVAILABLE
+ * (retriable: a takeover is coming); this host does not serve it.
+ */
+async function placement(
+  deps: ForwardingDeps,
+  ref: SessionRef,
+): Promise<{ forwardTo: string | null; sessionId: string | null }> {
+  const owner = await deps.ownerOf(ref);
+  if (!owner) return { forwardTo: null, sessionId: null };
+  if (owner.hostId === null || owner.hostId === deps.hostId)
+    return { forwardTo: null, sessionId: owner.sessionId };
+  if (owner.hostState !== "running")
+    throw unavailable(owner.hostId, `the session's host ${owner.hostId} is ${owner.hostState}; retry`);
+  return { forwardTo: owner.hostId, sessionId: owner.sessionId };
+}
+
+/**
+ * Forwards `msg` once to `owner` and passes its reply on unchanged (when `open()` still says the
+ * request waits for one). Rejects HOST_UNAVAILABLE (retriable) when the owner does not answer
+ * within the caller's own timeout or nobody listens on its subject; nothing is retried here, and
+ * the caller's retry is safe (every method a person may repeat returns the recorded result).
+ */
+async function forward(
+  deps: ForwardingDeps,
+  msg: ServiceMsg,
+  owner: string,
+  caller: string | null,
+  open: () => boolean,
+): Promise<void> {
+  const { nc, prefix, hostId, log } = deps;
+  const waitMs = forwardWaitMs(msg.headers, deps.timeoutMs);
+  const h = headers();
+  // The owner's own reply rules and handlers see the caller's wait too (a nested forward never happens).
+  h.set(TIMEOUT_HEADER, String(waitMs));
+  h.set(FORWARD_HEADERS.subject, msg.subject);
+  h.set(FORWARD_HEADERS.reply, msg.reply ?? "");
+  h.set(FORWARD_HEADERS.caller, caller ?? "");
+  h.set(FORWARD_HEADERS.from, hostId);
+  // The owner serves it under the same request id (its log lines and reply carry it).
+  const requestId = currentRequestId();
+  if (requestId !== undefined) h.set(REQUEST_ID_HEADER, requestId);
+  log.info("host.request_forwarded", { subject: msg.subject, owner });
+  let answer: Awaited<ReturnType<NatsConnection["request"]>>;
+  try {
+    answer = await nc.request(hostForwardSubject(prefix, owner), msg.data, {
+      timeout: waitMs,
+      headers: h,
+      noMux: true,
+      reply: hostForwardReplySubject(prefix, hostId, nuid.next()),
+    });
+  } catch (err) {
+    log.warn("host.forward_failed", { subject: msg.subject, owner, ...errorFields(err) });
+    throw unavailable(owner, `the session's host ${owner} did not answer within ${waitMs} ms; retry`, err);
+  }
+  const notServed = answer.headers?.get(FORWARD_HEADERS.notServed);
+  if (notServed) {
+    log.warn("host.forward_not_served", { subject: msg.subject, owner, reason: notServed });
+    return;
+  }
+  if (!open()) return;
+  msg.respond(answer.data, answer.headers ? { headers: answer.headers } : undefined);
+}
+
+/**
+ * The request a forwarded message carries, answering on the forwarder's reply subject, or null
+ * (logged) when it carries none.
+ */
+function received(log: Logger, fwd: ServiceMsg): ForwardedRequest | null {
+  const h: MsgHdrs | undefined = fwd.headers;
+  const subject = h?.get(FORWARD_HEADERS.subject) ?? "";
+  const from = h?.get(FORWARD_HEADERS.from) ?? "";
+  if (!subject || !fwd.reply) {
+    log.warn("host.forward_malformed", { subject: fwd.subject, from });
+    return null;
+  }
+  const reply = h?.get(FORWARD_HEADERS.reply) || undefined;
+  log.info("host.forward_received", { subject, from, caller: h?.get(FORWARD_HEADERS.caller) || null });
+  // The original request as this host would have received it; its answer goes to the forwarder.
+  // Of the headers only the request id is kept (host-bus.ts serves the request under it).
+  const requestId = h?.get(REQUEST_ID_HEADER);
+  let kept: MsgHdrs | undefined;
+  if (requestId) {
+    kept = headers();
+    kept.set(REQUEST_ID_HEADER, requestId);
+  }
+  const msg = Object.create(fwd, {
+    subject: { value: subject },
+    reply: { value: reply },
+    headers: { value: kept },
+  }) as ServiceMsg;
+  return {
+    msg,
+    from,
+    notServed(reason) {
+      const n = headers();
+      n.set(FORWARD_HEADERS.notServed, reason);
+      fwd.respond(new Uint8Array(0), { headers: n });
+    },
+  };
+}
+
+export function createForwarding(deps: ForwardingDeps) {
   return {
     /** The connection forwarded requests travel on (host-bus.ts subscribes to `subject` on it). */
-    nc,
+    nc: deps.nc,
     /** What this host subscribes to: requests forwarded to it. */
-    subject: hostForwardSubject(prefix, hostId),
-
-    /**
-     * Where a request is served: `forwardTo` the owner host, or null to serve it here (no session, no
-     * lease, or ours), with the session it concerns when a row named it (the handler then reads
-     * nothing to find it). An owner that is `dead` or `stopped` is refused at once, HOST_UNAVAILABLE
-     * (retriable: a takeover is coming); this host does not serve it.
-     */
-    async placement(ref: SessionRef): Promise<{ forwardTo: string | null; sessionId: string | null }> {
-      const owner = await deps.ownerOf(ref);
-      if (!owner) return { forwardTo: null, sessionId: null };
-      if (owner.hostId === null || owner.hostId === hostId)
-        return { forwardTo: null, sessionId: owner.sessionId };
-      if (owner.hostState !== "running")
-        throw unavailable(owner.hostId, `the session's host ${owner.hostId} is ${owner.hostState}; retry`);
-      return { forwardTo: owner.hostId, sessionId: owner.sessionId };
-    },
-
-    /**
-     * Forwards `msg` once to `owner` and passes its reply on unchanged (when `open()` still says the
-     * request waits for one). Rejects HOST_UNAVAILABLE (retriable) when the owner does not answer
-     * within the caller's own timeout or nobody listens on its subject; nothing is retried here, and
-     * the caller's retry is safe (every method a person may repeat returns the recorded result).
-     */
-    async forward(msg: ServiceMsg, owner: string, caller: string | null, open: () => boolean): Promise<void> {
-      const waitMs = forwardWaitMs(msg.headers, deps.timeoutMs);
-      const h = headers();
-      // The owner's own reply rules and handlers see the caller's wait too (a nested forward never happens).
-      h.set(TIMEOUT_HEADER, String(waitMs));
-      h.set(FORWARD_HEADERS.subject, msg.subject);
-      h.set(FORWARD_HEADERS.reply, msg.reply ?? "");
-      h.set(FORWARD_HEADERS.caller, caller ?? "");
-      h.set(FORWARD_HEADERS.from, hostId);
-      // The owner serves it under the same request id (its log lines and reply carry it).
-      const requestId = currentRequestId();
-      if (requestId !== undefined) h.set(REQUEST_ID_HEADER, requestId);
-      log.info("host.request_forwarded", { subject: msg.subject, owner });
-      let answer: Awaited<ReturnType<NatsConnection["request"]>>;
-      try {
-        answer = await nc.request(hostForwardSubject(prefix, owner), msg.data, {
-          timeout: waitMs,
-          headers: h,
-          noMux: true,
-          reply: hostForwardReplySubject(prefix, hostId, nuid.next()),
-        });
-      } catch (err) {
-        log.warn("host.forward_failed", { subject: msg.subject, owner, ...errorFields(err) });
-        throw unavailable(
-          owner,
-          `the session's host ${owner} did not answer within ${waitMs} ms; retry`,
-          err,
-        );
-      }
-      const notServed = answer.headers?.get(FORWARD_HEADERS.notServed);
-      if (notServed) {
-        log.warn("host.forward_not_served", { subject: msg.subject, owner, reason: notServed });
-        return;
-      }
-      if (!open()) return;
-      msg.respond(answer.data, answer.headers ? { headers: answer.headers } : undefined);
-    },
-
-    /**
-     * The request a forwarded message carries, answering on the forwarder's reply subject, or null
-     * (logged) when it carries none.
-     */
-    received(fwd: ServiceMsg): ForwardedRequest | null {
-      const h: MsgHdrs | undefined = fwd.headers;
-      const subject = h?.get(FORWARD_HEADERS.subject) ?? "";
-      const from = h?.get(FORWARD_HEADERS.from) ?? "";
-      if (!subject || !fwd.reply) {
-        log.warn("host.forward_malformed", { subject: fwd.subject, from });
-        return null;
-      }
-      const reply = h?.get(FORWARD_HEADERS.reply) || undefined;
-      log.info("host.forward_received", { subject, from, caller: h?.get(FORWARD_HEADERS.caller) || null });
-      // The original request as this host would have received it; its answer goes to the forwarder.
-      // Of the headers only the request id is kept (host-bus.ts serves the request under it).
-      const requestId = h?.get(REQUEST_ID_HEADER);
-      let kept: MsgHdrs | undefined;
-      if (requestId) {
-        kept = headers();
-        kept.set(REQUEST_ID_HEADER, requestId);
-      }
-      const msg = Object.create(fwd, {
-        subject: { value: subject },
-        reply: { value: reply },
-        headers: { value: kept },
-      }) as ServiceMsg;
-      return {
-        msg,
-        from,
-        notServed(reason) {
-          const n = headers();
-          n.set(FORWARD_HEADERS.notServed, reason);
-          fwd.respond(new Uint8Array(0), { headers: n });
-        },
-      };
-    },
+    subject: hostForwardSubject(deps.prefix, deps.hostId),
+    /** Where a request is served (see `placement`). */
+    placement: (ref: SessionRef) => placement(deps, ref),
+    /** Forwards a request once to its owner host (see `forward`). */
+    forward: (msg: ServiceMsg, owner: string, caller: string | null, open: () => boolean) =>
+      forward(deps, msg, owner, caller, open),
+    /** The request a forwarded message carries (see `received`). */
+    received: (fwd: ServiceMsg) => received(deps.log, fwd),
   };
 }
 export type Forwarding = ReturnType<typeof createForwarding>;

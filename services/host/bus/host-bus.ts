@@ -6,9 +6,8 @@ import type { Msg, NatsConnection, SubscriptionOptions } from "@nats-io/nats-cor
 import { type Service, type ServiceMsg, Svcm } from "@nats-io/services";
 import { AppError } from "../../protocol/app-error.ts";
 import { decodeJson } from "../../protocol/envelope.ts";
-import { errorFields, type Logger, newRequestId, withRequestId } from "../../runtime/log.ts";
+import { errorFields } from "../../runtime/log.ts";
 import { AGENT_METHODS, type ClientMethod, type MethodSpec, methodSpec } from "../../protocol/methods.ts";
-import { acceptRequestId, REQUEST_ID_HEADER } from "../../protocol/rpc-client.ts";
 import { AgentHello, decodeParams } from "../../protocol/schemas.ts";
 import {
   agentSubject,
@@ -21,14 +20,13 @@ import {
   workerGoodbyeWildcard,
   workerHostSubject,
 } from "../../protocol/subjects.ts";
-import type { AgentHandlers, HookHandler } from "./agent-api.ts";
-import { asServiceMsg, type ForwardedRequest, type Forwarding, sessionRefOf } from "./forward.ts";
-import { createReplier } from "./reply.ts";
-import type { DrainGate } from "./drain-gate.ts";
-import type { Gate } from "./gates.ts";
-import type { AnyClientHandler, ClientHandlerMap, RequestContext } from "./request-context.ts";
-import type { HostMetrics } from "../metrics.ts";
-import { type RefusedReply, replyRefusal } from "./reply-rules.ts";
+import { addEndpoint, type HostBus, type HostBusDeps } from "./bus-endpoint.ts";
+import { asServiceMsg, type Forwarding } from "./forward.ts";
+import { createReplier, type Replier } from "./reply.ts";
+import type { AnyClientHandler, RequestContext } from "./request-context.ts";
+import { replyRefusal } from "./reply-rules.ts";
+
+export type { HostBusDeps } from "./bus-endpoint.ts";
 
 /**
  * The body decoded by the method's params schema. A worker's token is checked before anything else
@@ -39,48 +37,20 @@ function decodeBody(spec: MethodSpec, body: unknown): unknown {
   return spec.gate === "token" ? body : decodeParams(spec.params, body);
 }
 
-/** A request's id: the caller's `Pi-Request-Id` when well-formed, else a new one (logged and replied). */
-function requestIdOf(msg: ServiceMsg): string {
-  return acceptRequestId(msg.headers?.get(REQUEST_ID_HEADER)) ?? newRequestId();
-}
-
-export async function startHostBus(deps: {
-  nc: NatsConnection;
-  prefix: string;
-  hostId: string;
-  version: string;
-  log: Logger;
-  client: ClientHandlerMap;
-  /** The METHODS table's `gate` of each client method, checked before its handler (gates.ts). */
-  gate: Gate;
-  agent: AgentHandlers;
-  test: Record<string, HookHandler> | null;
-  /** A worker's hello: its body when it decodes (what it serves), else null. */
-  onWorkerHello: (hello: AgentHello | null) => void;
-  /** A worker said goodbye on its own subject (`<prefix>.agent.goodbye.<workerId>`): it stopped. */
-  onWorkerGoodbye?: (workerId: string) => void;
-  /** Development mode also answers the shared `_INBOX.` (reply-rules.ts). */
-  devMode: boolean;
-  /** The worker an agent request proves to be from (a claim's workerId, a valid token's lease), or null. */
-  workerOf: (method: string, body: unknown) => string | null;
-  /** A request not served because of its reply subject (logged and audited by the caller). */
-  onReplyRefused: (refused: RefusedReply) => void;
-  /** The drain on SIGTERM: new requests refused HOST_SHUTTING_DOWN, those in flight counted. */
-  drain?: DrainGate;
-  /** Several hosts (forward.ts): a request whose session another host owns is forwarded to it once. */
-  forwarding?: Forwarding;
-  /** Requests and replies by method and code (metrics.ts). */
-  metrics?: Pick<HostMetrics, "request" | "reply">;
-}): Promise<Service> {
-  const { nc, prefix, log } = deps;
-  const metrics = deps.metrics;
-  const isTestSubject = (subject: string) =>
+function testSubjectCheck(deps: HostBusDeps): (subject: string) => boolean {
+  const { prefix } = deps;
+  return (subject) =>
     subject.startsWith(testSubject(prefix, "")) ||
     subject.startsWith(hostTestSubject(prefix, deps.hostId, ""));
+}
+
+function busReplier(deps: HostBusDeps, isTestSubject: (subject: string) => boolean): Replier {
+  const { prefix, log } = deps;
+  const metrics = deps.metrics;
   const agentMethodOf = new Map<string, string>(
     AGENT_METHODS.map((m) => [workerHostSubject(prefix, deps.hostId, m), m]),
   );
-  const replier = createReplier(
+  return createReplier(
     log,
     metrics && {
       ...metrics,
@@ -91,11 +61,13 @@ export async function startHostBus(deps: {
         (isTestSubject(msg.subject) ? "test" : "forward"),
     },
   );
+}
 
+async function addService(deps: HostBusDeps, replier: Replier): Promise<Service> {
   // `$SRV` requests (PING, INFO, STATS) are answered by the services library itself: they get the
   // reply rule too, so no one can make the host publish on a subject that is not an inbox.
-  const service = await new Svcm(
-    withReplyRuleOnControl(nc, (msg) => {
+  return new Svcm(
+    withReplyRuleOnControl(deps.nc, (msg) => {
       const reason = replyRefusal(msg.reply, null, deps.devMode);
       if (reason) deps.onReplyRefused({ subject: msg.subject, reply: msg.reply, caller: null, reason });
       return reason === null;
@@ -104,132 +76,60 @@ export async function startHostBus(deps: {
     name: HOST_SERVICE_NAME,
     version: deps.version,
     description: "pi-host authority: sessions, tool policy, plan approvals",
-    metadata: { hostId: deps.hostId, prefix },
+    metadata: { hostId: deps.hostId, prefix: deps.prefix },
     statsHandler: replier.statsHandler,
   });
+}
 
-  /**
-   * `onError` names the log event of a subscription error (none: ignored); `callerOf` says who the
-   * message proves to be from, so that only that caller's inbox is answered. The body is parsed
-   * once, here, for both (a body that is not JSON proves no caller and is refused by `serve`).
-   * `specOf` names the method, whose session field routes the request to its owner (forward.ts); a
-   * request forwarded here (`via`) went through all of this on the forwarder and goes through it
-   * again, but is never forwarded on.
-   */
-  const routes: Array<{
-    matches: (subject: string) => boolean;
-    handle: (msg: ServiceMsg, via: ForwardedRequest) => void;
-  }> = [];
-  const endpoint = (
-    name: string,
-    subject: string,
-    onError: string | null,
-    callerOf: (msg: ServiceMsg, body: unknown) => string | null,
-    serve: (msg: ServiceMsg, body: unknown, ctx: RequestContext) => Promise<unknown>,
-    specOf: ((subject: string) => MethodSpec | undefined) | null = null,
-  ) => {
-    const handle = (msg: ServiceMsg, via: ForwardedRequest | null) =>
-      withRequestId(requestIdOf(msg), () => handleAs(msg, via));
-    const handleAs = (msg: ServiceMsg, via: ForwardedRequest | null) => {
-      let body: unknown;
-      let bodyError: unknown = null;
-      try {
-        body = decodeJson(msg.data);
-      } catch (e) {
-        bodyError = e;
-      }
-      const caller = callerOf(msg, body);
-      const reason = replyRefusal(msg.reply, caller, deps.devMode);
-      if (reason) {
-        deps.onReplyRefused({ subject: msg.subject, reply: msg.reply, caller, reason });
-        via?.notServed(reason);
-        return;
-      }
-      const serveHere = (ctx: RequestContext = {}) => {
-        const run = () => (bodyError !== null ? Promise.reject(bodyError) : serve(msg, body, ctx));
-        // Draining: a new request is refused (retriable), one already running finishes (drain gate).
-        const drain = isTestSubject(subject) ? undefined : deps.drain;
-        if (drain?.draining) {
-          replier.reply(msg, subject, () =>
-            Promise.reject(new AppError("HOST_SHUTTING_DOWN", "the host is shutting down; retry")),
-          );
-          return;
-        }
-        replier.reply(msg, subject, drain ? () => drain.track(run) : run);
-      };
-      // Several hosts: a session another host owns is served there (forwarded once, never on).
-      const fwd = deps.forwarding;
-      const ref =
-        fwd && !via && bodyError === null && specOf ? sessionRefOf(specOf(msg.subject), body) : null;
-      if (!fwd || !ref || deps.drain?.draining) {
-        serveHere();
-        return;
-      }
-      const track = <T>(work: () => Promise<T>) => (deps.drain ? deps.drain.track(work) : work());
-      const refuse = (e: unknown) => replier.reply(msg, subject, () => Promise.reject(e));
-      void track(() => fwd.placement(ref)).then(({ forwardTo, sessionId }) => {
-        if (forwardTo === null) {
-          serveHere(sessionId === null ? {} : { sessionId });
-          return;
-        }
-        // Answered once: the owner's reply, or (timeout, drain cut) the refusal, never both.
-        let open = true;
-        track(() => fwd.forward(msg, forwardTo, caller, () => open)).catch((e) => {
-          if (!open) return;
-          open = false;
-          refuse(e);
-        });
-      }, refuse);
-    };
-    if (specOf) routes.push({ matches: (s) => specOf(s) !== undefined, handle });
-    return service.addEndpoint(name, {
-      subject,
-      handler: (err, msg) => {
-        if (err) {
-          if (onError) log.error(onError, errorFields(err));
-          return;
-        }
-        handle(msg, null);
-      },
-    });
-  };
+/** The principal of a well-formed rpc subject (NATS permissions tie it to the user), else null. */
+function principalOf(prefix: string, msg: ServiceMsg): string | null {
+  const parsed = parseRpcSubject(prefix, msg.subject);
+  return parsed && SUBJECT_TOKEN.test(parsed.principal) ? parsed.principal : null;
+}
 
-  /** The principal of a well-formed rpc subject (NATS permissions tie it to the user), else null. */
-  const principalOf = (msg: ServiceMsg): string | null => {
-    const parsed = parseRpcSubject(prefix, msg.subject);
-    return parsed && SUBJECT_TOKEN.test(parsed.principal) ? parsed.principal : null;
-  };
+async function serveRpc(
+  deps: HostBusDeps,
+  msg: ServiceMsg,
+  body: unknown,
+  ctx: RequestContext,
+): Promise<unknown> {
+  const parsed = parseRpcSubject(deps.prefix, msg.subject);
+  if (!parsed || !SUBJECT_TOKEN.test(parsed.principal))
+    throw new AppError("INVALID_PARAMS", "malformed subject");
+  const spec = methodSpec(parsed.method);
+  const method = parsed.method as ClientMethod;
+  const handler: AnyClientHandler | undefined = Object.hasOwn(deps.client, method)
+    ? (deps.client[method] as AnyClientHandler)
+    : undefined;
+  // Only client methods are served here: a worker method on an rpc subject is unknown.
+  if (spec?.caller !== "person" || !handler)
+    throw new AppError("UNKNOWN_METHOD", `no method ${parsed.method}`);
+  // Decoded once, here; a caller its gate refuses never reaches the handler.
+  const params = decodeParams(spec.params, body);
+  const gated = await deps.gate(spec, parsed.principal, params, ctx);
+  if (!gated.ok) return gated;
+  return handler(parsed.principal, params, gated.value);
+}
 
-  endpoint(
-    "rpc",
-    rpcWildcard(prefix),
-    "host.rpc_subscription",
-    principalOf,
-    async (msg, body, ctx) => {
-      const parsed = parseRpcSubject(prefix, msg.subject);
-      if (!parsed || !SUBJECT_TOKEN.test(parsed.principal))
-        throw new AppError("INVALID_PARAMS", "malformed subject");
-      const spec = methodSpec(parsed.method);
-      const method = parsed.method as ClientMethod;
-      const handler: AnyClientHandler | undefined = Object.hasOwn(deps.client, method)
-        ? (deps.client[method] as AnyClientHandler)
-        : undefined;
-      // Only client methods are served here: a worker method on an rpc subject is unknown.
-      if (spec?.caller !== "person" || !handler)
-        throw new AppError("UNKNOWN_METHOD", `no method ${parsed.method}`);
-      // Decoded once, here; a caller its gate refuses never reaches the handler.
-      const params = decodeParams(spec.params, body);
-      const gated = await deps.gate(spec, parsed.principal, params, ctx);
-      if (!gated.ok) return gated;
-      return handler(parsed.principal, params, gated.value);
-    },
-    (subject) => {
-      const method = parseRpcSubject(prefix, subject)?.method;
-      const spec = method === undefined ? undefined : methodSpec(method);
-      return spec?.caller === "person" ? spec : undefined;
-    },
-  );
+function rpcSpecOf(prefix: string, subject: string): MethodSpec | undefined {
+  const method = parseRpcSubject(prefix, subject)?.method;
+  const spec = method === undefined ? undefined : methodSpec(method);
+  return spec?.caller === "person" ? spec : undefined;
+}
 
+function addRpcEndpoint(bus: HostBus): void {
+  const { deps } = bus;
+  addEndpoint(bus, "rpc", {
+    subject: rpcWildcard(deps.prefix),
+    onError: "host.rpc_subscription",
+    callerOf: (msg) => principalOf(deps.prefix, msg),
+    serve: (msg, body, ctx) => serveRpc(deps, msg, body, ctx),
+    specOf: (subject) => rpcSpecOf(deps.prefix, subject),
+  });
+}
+
+function addAgentEndpoints(bus: HostBus): void {
+  const { deps } = bus;
   for (const method of AGENT_METHODS) {
     const handler = deps.agent[method];
     const spec = methodSpec(method);
@@ -237,66 +137,71 @@ export async function startHostBus(deps: {
     const name = `agent-${method.replace(".", "-")}`;
     // This host's own worker subjects: a turn's offer names its owner, so a worker's calls come
     // straight here and are never forwarded (docs/protocol.md "Agent-worker protocol").
-    endpoint(
-      name,
-      workerHostSubject(prefix, deps.hostId, method),
-      "host.agent_subscription",
-      (_msg, body) => deps.workerOf(method, body),
-      async (_msg, body) => handler(decodeBody(spec, body)),
-    );
-  }
-
-  // Requests other hosts forward here, for sessions this host owns: served as if they came directly.
-  // On the host's own connection (its NATS user, not the serving one, publishes host to host).
-  const forwarding = deps.forwarding;
-  if (forwarding) {
-    const sub = forwarding.nc.subscribe(forwarding.subject, {
-      callback: (err, raw) => {
-        if (err) {
-          log.error("host.forward_subscription", errorFields(err));
-          return;
-        }
-        const fwdMsg = asServiceMsg(raw);
-        const request = forwarding.received(fwdMsg);
-        if (!request) {
-          replier.reply(fwdMsg, forwarding.subject, () =>
-            Promise.reject(new AppError("INVALID_PARAMS", "a forwarded request without its subject")),
-          );
-          return;
-        }
-        const route = routes.find((r) => r.matches(request.msg.subject));
-        if (route) route.handle(request.msg, request);
-        else
-          replier.reply(request.msg, forwarding.subject, () =>
-            Promise.reject(new AppError("UNKNOWN_METHOD", "no method for the forwarded subject")),
-          );
-      },
+    addEndpoint(bus, name, {
+      subject: workerHostSubject(deps.prefix, deps.hostId, method),
+      onError: "host.agent_subscription",
+      callerOf: (_msg, body) => deps.workerOf(method, body),
+      serve: async (_msg, body) => handler(decodeBody(spec, body)),
+      specOf: null,
     });
-    void service.stopped.finally(() => sub.unsubscribe()).catch(() => {});
   }
+}
 
-  // Not in production without test hooks: the serving user has no right on `<prefix>.test.>`, and
-  // a subscription the server refuses stops the whole service.
-  // Each hook on `<prefix>.test.>` (any one host) and on this host's own `<prefix>.testhost.<id>.>`.
-  if (deps.test || deps.devMode)
-    for (const [name, head] of [
-      ["test", testSubject(prefix, "")],
-      ["test-host", hostTestSubject(prefix, deps.hostId, "")],
-    ] as const)
-      endpoint(
-        name,
-        `${head}>`,
-        null,
-        () => null,
-        async (msg, body) => {
-          if (!deps.test) throw new AppError("TEST_HOOKS_DISABLED");
-          const hook = msg.subject.slice(head.length);
-          const handler = Object.hasOwn(deps.test, hook) ? deps.test[hook] : undefined;
-          if (!handler) throw new AppError("UNKNOWN_METHOD", `no test hook ${hook}`);
-          return handler(body);
-        },
-      );
+/**
+ * Requests other hosts forward here, for sessions this host owns: served as if they came directly.
+ * On the host's own connection (its NATS user, not the serving one, publishes host to host).
+ */
+function subscribeForwarded(bus: HostBus, forwarding: Forwarding): void {
+  const { replier, routes } = bus;
+  const sub = forwarding.nc.subscribe(forwarding.subject, {
+    callback: (err, raw) => {
+      if (err) {
+        bus.deps.log.error("host.forward_subscription", errorFields(err));
+        return;
+      }
+      const fwdMsg = asServiceMsg(raw);
+      const request = forwarding.received(fwdMsg);
+      if (!request) {
+        replier.reply(fwdMsg, forwarding.subject, () =>
+          Promise.reject(new AppError("INVALID_PARAMS", "a forwarded request without its subject")),
+        );
+        return;
+      }
+      const route = routes.find((r) => r.matches(request.msg.subject));
+      if (route) route.handle(request.msg, request);
+      else
+        replier.reply(request.msg, forwarding.subject, () =>
+          Promise.reject(new AppError("UNKNOWN_METHOD", "no method for the forwarded subject")),
+        );
+    },
+  });
+  void bus.service.stopped.finally(() => sub.unsubscribe()).catch(() => {});
+}
 
+/** Each hook on `<prefix>.test.>` (any one host) and on this host's own `<prefix>.testhost.<id>.>`. */
+function addTestEndpoints(bus: HostBus): void {
+  const { deps } = bus;
+  for (const [name, head] of [
+    ["test", testSubject(deps.prefix, "")],
+    ["test-host", hostTestSubject(deps.prefix, deps.hostId, "")],
+  ] as const)
+    addEndpoint(bus, name, {
+      subject: `${head}>`,
+      onError: null,
+      callerOf: () => null,
+      serve: async (msg, body) => {
+        if (!deps.test) throw new AppError("TEST_HOOKS_DISABLED");
+        const hook = msg.subject.slice(head.length);
+        const handler = Object.hasOwn(deps.test, hook) ? deps.test[hook] : undefined;
+        if (!handler) throw new AppError("UNKNOWN_METHOD", `no test hook ${hook}`);
+        return handler(body);
+      },
+      specOf: null,
+    });
+}
+
+function subscribeWorkers(deps: HostBusDeps): void {
+  const { nc, prefix } = deps;
   // Workers announce themselves; waiting offers are re-published at once.
   nc.subscribe(agentSubject(prefix, "hello"), {
     callback: (err, msg) => {
@@ -318,6 +223,20 @@ export async function startHostBus(deps: {
       if (!err && SUBJECT_TOKEN.test(workerId)) deps.onWorkerGoodbye?.(workerId);
     },
   });
+}
+
+export async function startHostBus(deps: HostBusDeps): Promise<Service> {
+  const isTestSubject = testSubjectCheck(deps);
+  const replier = busReplier(deps, isTestSubject);
+  const service = await addService(deps, replier);
+  const bus: HostBus = { deps, service, replier, routes: [], isTestSubject };
+  addRpcEndpoint(bus);
+  addAgentEndpoints(bus);
+  if (deps.forwarding) subscribeForwarded(bus, deps.forwarding);
+  // Not in production without test hooks: the serving user has no right on `<prefix>.test.>`, and
+  // a subscription the server refuses stops the whole service.
+  if (deps.test || deps.devMode) addTestEndpoints(bus);
+  subscribeWorkers(deps);
   return service;
 }
 

@@ -24,128 +24,164 @@ export interface PlanActorDeps {
   promptContext?: (sessionId: string) => Promise<PromptContext>;
 }
 
-export function createPlanActors(deps: PlanActorDeps) {
-  const { db, clock, plans, events, audience, publishSession } = deps;
+function publishExpired(deps: PlanActorDeps, sessionId: string, p: ProposalView) {
+  const { events, audience } = deps;
+  events.publish(audience(sessionId), "turn.ended", {
+    turnId: p.turnId,
+    status: "aborted",
+    code: "PLAN_APPROVAL_TIMEOUT",
+  });
+  events.publish(audience(sessionId), "plan.changed", {
+    state: "planning",
+    action: "expired",
+    proposal: p,
+    status: p.status,
+  });
+}
 
-  function publishExpired(sessionId: string, p: ProposalView) {
-    events.publish(audience(sessionId), "turn.ended", {
-      turnId: p.turnId,
-      status: "aborted",
-      code: "PLAN_APPROVAL_TIMEOUT",
-    });
-    events.publish(audience(sessionId), "plan.changed", {
-      state: "planning",
-      action: "expired",
-      proposal: p,
-      status: p.status,
-    });
-  }
-
-  return {
-    /** EnterPlanMode: Agent -> Plan; the worker's run ends and continues with the Plan prompt and tools. */
-    async enterPlan(sessionId: string, turnId: string, toolCallId: string): Promise<StepOutput> {
-      await withTransaction(db, async (tx) => {
-        if (!(await enterPlanMode(tx, sessionId, clock.date()))) throw new AppError("PLAN_ALREADY_ACTIVE");
-        await appendAudit(tx, { at: clock.date(), sessionId, turnId, toolCallId, action: "plan.enter" });
-      });
-      await publishSession(sessionId);
-      events.publish(audience(sessionId), "plan.changed", { state: "planning" });
-      const result: ToolExecuteResult = {
-        content: [
-          {
-            type: "text",
-            text: "Plan mode is on. Inspect the workspace and submit a plan with ExitPlanMode.",
-          },
-        ],
-        isError: false,
-        terminate: true,
-        // The run continues in Plan: the Plan prompt (same for either turn kind) with the project's
-        // instructions read now, and the Plan tools (never plugins).
-        next: {
-          mode: "plan",
-          systemPrompt: buildSystemPrompt(
-            "plan",
-            { turnKind: "prompt" },
-            (await deps.promptContext?.(sessionId)) ?? {},
-          ),
-          tools: buildTools("plan", { turnKind: "prompt" }, []),
-        },
-      };
-      return { mode: "plan", result };
+/** EnterPlanMode: Agent -> Plan; the worker's run ends and continues with the Plan prompt and tools. */
+async function enterPlan(
+  deps: PlanActorDeps,
+  sessionId: string,
+  turnId: string,
+  toolCallId: string,
+): Promise<StepOutput> {
+  const { db, clock, events, audience, publishSession } = deps;
+  await withTransaction(db, async (tx) => {
+    if (!(await enterPlanMode(tx, sessionId, clock.date()))) throw new AppError("PLAN_ALREADY_ACTIVE");
+    await appendAudit(tx, { at: clock.date(), sessionId, turnId, toolCallId, action: "plan.enter" });
+  });
+  await publishSession(sessionId);
+  events.publish(audience(sessionId), "plan.changed", { state: "planning" });
+  const result: ToolExecuteResult = {
+    content: [
+      {
+        type: "text",
+        text: "Plan mode is on. Inspect the workspace and submit a plan with ExitPlanMode.",
+      },
+    ],
+    isError: false,
+    terminate: true,
+    // The run continues in Plan: the Plan prompt (same for either turn kind) with the project's
+    // instructions read now, and the Plan tools (never plugins).
+    next: {
+      mode: "plan",
+      systemPrompt: buildSystemPrompt(
+        "plan",
+        { turnKind: "prompt" },
+        (await deps.promptContext?.(sessionId)) ?? {},
+      ),
+      tools: buildTools("plan", { turnKind: "prompt" }, []),
     },
+  };
+  return { mode: "plan", result };
+}
 
-    /** ExitPlanMode: writes the plan file and the pending approval; the turn parks until it is resolved. */
-    async submitPlan(
+/** ExitPlanMode: writes the plan file and the pending approval; the turn parks until it is resolved. */
+async function submitPlan(
+  deps: PlanActorDeps,
+  sessionId: string,
+  turnId: string,
+  toolCallId: string,
+  args: Record<string, unknown>,
+): Promise<StepOutput> {
+  const { plans, events, audience } = deps;
+  const proposal = await plans.submit({
+    sessionId,
+    turnId,
+    toolCallId,
+    principal: audience(sessionId).owner,
+    args,
+  });
+  events.publish(audience(sessionId), "plan.changed", {
+    state: "awaiting_approval",
+    action: "submitted",
+    proposal,
+    status: "pending",
+  });
+  const result: ToolExecuteResult = {
+    content: [
+      {
+        type: "text",
+        text: `Plan submitted as ${proposal.artifactPath}; waiting for a person to approve or reject it.`,
+      },
+    ],
+    isError: false,
+    terminate: true,
+    details: {
+      proposalId: proposal.proposalId,
+      artifactPath: proposal.artifactPath,
+      sha256: proposal.sha256,
+    },
+  };
+  return {
+    pendingProposalId: proposal.proposalId,
+    pendingDeadlineMs: new Date(proposal.deadline).getTime(),
+    result,
+  };
+}
+
+/** plans.resolve on the pending approval: approve queues the execution turn, reject returns to planning. */
+async function resolvePlan(
+  deps: PlanActorDeps,
+  sessionId: string,
+  principal: string,
+  params: PlansResolveParams,
+): Promise<StepOutput> {
+  const { plans, events, audience } = deps;
+  // The decision and its events (turn.ended, plan.changed, and session.changed for an approval,
+  // from the committed row) are one statement, published in the session's order of events.
+  const outcome = await plans.resolve(principal, params, {
+    readOnly: false,
+    record: (write) => events.publishRows(audience(sessionId), write),
+  });
+  const p = outcome.proposal;
+  if (outcome.kind === "approved")
+    return { activeTurnId: outcome.executionTurnId, activeTurnKind: "execution", result: p };
+  if (outcome.kind === "rejected") return { pendingProposalId: null, result: p };
+  if (p.status === "expired") {
+    publishExpired(deps, sessionId, p);
+    return { pendingProposalId: null, result: new AppError("PLAN_APPROVAL_TIMEOUT") };
+  }
+  return { pendingProposalId: p.status === "pending" ? p.proposalId : null, result: p };
+}
+
+/** plans.resolve while no approval is held by the actor: answered read-only from the rows. */
+async function resolveFromRows(
+  deps: PlanActorDeps,
+  principal: string,
+  params: PlansResolveParams,
+): Promise<ProposalView> {
+  return (await deps.plans.resolve(principal, params, { readOnly: true })).proposal;
+}
+
+/** The approval deadline passed on the host clock: the row expires and the parked turn ends. */
+async function expirePlan(deps: PlanActorDeps, sessionId: string): Promise<StepOutput> {
+  const p = await deps.plans.expireIfDue(sessionId);
+  if (!p) throw new Error("not yet due");
+  publishExpired(deps, sessionId, p);
+  return {};
+}
+
+export function createPlanActors(deps: PlanActorDeps) {
+  return {
+    /** EnterPlanMode (see `enterPlan`). */
+    enterPlan: (sessionId: string, turnId: string, toolCallId: string): Promise<StepOutput> =>
+      enterPlan(deps, sessionId, turnId, toolCallId),
+    /** ExitPlanMode (see `submitPlan`). */
+    submitPlan: (
       sessionId: string,
       turnId: string,
       toolCallId: string,
       args: Record<string, unknown>,
-    ): Promise<StepOutput> {
-      const proposal = await plans.submit({
-        sessionId,
-        turnId,
-        toolCallId,
-        principal: audience(sessionId).owner,
-        args,
-      });
-      events.publish(audience(sessionId), "plan.changed", {
-        state: "awaiting_approval",
-        action: "submitted",
-        proposal,
-        status: "pending",
-      });
-      const result: ToolExecuteResult = {
-        content: [
-          {
-            type: "text",
-            text: `Plan submitted as ${proposal.artifactPath}; waiting for a person to approve or reject it.`,
-          },
-        ],
-        isError: false,
-        terminate: true,
-        details: {
-          proposalId: proposal.proposalId,
-          artifactPath: proposal.artifactPath,
-          sha256: proposal.sha256,
-        },
-      };
-      return {
-        pendingProposalId: proposal.proposalId,
-        pendingDeadlineMs: new Date(proposal.deadline).getTime(),
-        result,
-      };
-    },
-
-    /** plans.resolve on the pending approval: approve queues the execution turn, reject returns to planning. */
-    async resolvePlan(sessionId: string, principal: string, params: PlansResolveParams): Promise<StepOutput> {
-      // The decision and its events (turn.ended, plan.changed, and session.changed for an approval,
-      // from the committed row) are one statement, published in the session's order of events.
-      const outcome = await plans.resolve(principal, params, {
-        readOnly: false,
-        record: (write) => events.publishRows(audience(sessionId), write),
-      });
-      const p = outcome.proposal;
-      if (outcome.kind === "approved")
-        return { activeTurnId: outcome.executionTurnId, activeTurnKind: "execution", result: p };
-      if (outcome.kind === "rejected") return { pendingProposalId: null, result: p };
-      if (p.status === "expired") {
-        publishExpired(sessionId, p);
-        return { pendingProposalId: null, result: new AppError("PLAN_APPROVAL_TIMEOUT") };
-      }
-      return { pendingProposalId: p.status === "pending" ? p.proposalId : null, result: p };
-    },
-
-    /** plans.resolve while no approval is held by the actor: answered read-only from the rows. */
-    async resolveFromRows(principal: string, params: PlansResolveParams): Promise<ProposalView> {
-      return (await plans.resolve(principal, params, { readOnly: true })).proposal;
-    },
-
-    /** The approval deadline passed on the host clock: the row expires and the parked turn ends. */
-    async expirePlan(sessionId: string): Promise<StepOutput> {
-      const p = await plans.expireIfDue(sessionId);
-      if (!p) throw new Error("not yet due");
-      publishExpired(sessionId, p);
-      return {};
-    },
+    ): Promise<StepOutput> => submitPlan(deps, sessionId, turnId, toolCallId, args),
+    /** plans.resolve on the pending approval (see `resolvePlan`). */
+    resolvePlan: (sessionId: string, principal: string, params: PlansResolveParams): Promise<StepOutput> =>
+      resolvePlan(deps, sessionId, principal, params),
+    /** plans.resolve answered read-only from the rows (see `resolveFromRows`). */
+    resolveFromRows: (principal: string, params: PlansResolveParams): Promise<ProposalView> =>
+      resolveFromRows(deps, principal, params),
+    /** The approval deadline passed (see `expirePlan`). */
+    expirePlan: (sessionId: string): Promise<StepOutput> => expirePlan(deps, sessionId),
   };
 }

@@ -45,272 +45,322 @@ export interface SessionActorDeps {
   instructions?: ReadProjectInstructions;
 }
 
-export function createSessionActors(deps: SessionActorDeps) {
-  const { db, clock, sessions, plans, dispatcher, events } = deps;
+/** The steps' deps with what they cache: owner and approvers per session. */
+interface ActorsCtx {
+  deps: SessionActorDeps;
   /** Owner and approvers per session, read when its actor loads (and on an approvers change). */
-  const audiences = new Map<string, Audience>();
-  const audience = (sessionId: string): Audience =>
-    audiences.get(sessionId) ?? { sessionId, owner: "", approvers: [] };
+  audiences: Map<string, Audience>;
+}
 
-  async function publishSession(sessionId: string) {
-    const view = await sessions.view(db, await sessions.getRow(db, sessionId));
-    events.publish(audience(sessionId), "session.changed", {
-      mode: view.mode,
-      permissionMode: view.permissionMode,
-      planningState: view.planningState,
-      version: view.version,
+function audienceOf(sa: ActorsCtx, sessionId: string): Audience {
+  return sa.audiences.get(sessionId) ?? { sessionId, owner: "", approvers: [] };
+}
+
+async function publishSession(sa: ActorsCtx, sessionId: string) {
+  const { db, sessions, events } = sa.deps;
+  const view = await sessions.view(db, await sessions.getRow(db, sessionId));
+  events.publish(audienceOf(sa, sessionId), "session.changed", {
+    mode: view.mode,
+    permissionMode: view.permissionMode,
+    planningState: view.planningState,
+    version: view.version,
+  });
+  return view;
+}
+
+/** The project's instructions for a session's next prompt; never fails (none instead). */
+async function promptContext(
+  sa: ActorsCtx,
+  sessionId: string,
+  workspaceRoot?: string,
+): Promise<PromptContext> {
+  const { db, sessions } = sa.deps;
+  if (!sa.deps.instructions) return {};
+  try {
+    const root = workspaceRoot ?? (await sessions.getRow(db, sessionId)).workspace_root;
+    return { instructions: await sa.deps.instructions(root, sessionId) };
+  } catch {
+    return {};
+  }
+}
+
+/** Drops what was cached for a session whose actor stopped (passivated or degraded). */
+function forget(sa: ActorsCtx, sessionId: string): void {
+  const { dispatcher } = sa.deps;
+  sa.audiences.delete(sessionId);
+  dispatcher.noteModel(sessionId, null);
+}
+
+/** Where the rows say the session stands; a turn a worker still leases stays leased. */
+async function loadSession(sa: ActorsCtx, sessionId: string): Promise<SessionFacts> {
+  const { db, sessions, dispatcher } = sa.deps;
+  const row = await sessions.getRow(db, sessionId);
+  sa.audiences.set(row.id, { sessionId: row.id, owner: row.owner, approvers: row.approvers });
+  dispatcher.noteModel(row.id, { provider: row.provider, model: row.model });
+  const { turn, pending, queuedExecutionTurnId } = await readSessionFacts(db, sessionId);
+  return {
+    mode: row.mode,
+    activeTurnId: turn?.id ?? null,
+    activeTurnKind: turn?.kind ?? null,
+    pendingProposalId: pending?.id ?? null,
+    pendingDeadlineMs: pending?.deadlineMs ?? null,
+    queuedExecutionTurnId,
+    leased: turn ? dispatcher.isLeased(turn.id) : false,
+  };
+}
+
+/** session.prompt: a new prompt turn; AGENT_BUSY while any work is running or pending. */
+async function startTurn(sa: ActorsCtx, sessionId: string, p: PromptParams): Promise<StepOutput> {
+  const { db, clock, sessions, events } = sa.deps;
+  const turnId = await withTransaction(db, async (tx) => {
+    await sessions.getRow(tx, sessionId, true);
+    if (await sessionBusy(tx, sessionId)) throw new AppError("AGENT_BUSY");
+    const id = await sessions.insertTurn(tx, {
+      sessionId,
+      kind: "prompt",
+      text: p.text,
+      ...(p.idempotencyKey ? { idempotencyKey: p.idempotencyKey } : {}),
     });
-    return view;
-  }
+    await appendAudit(tx, {
+      at: clock.date(),
+      principal: audienceOf(sa, sessionId).owner,
+      sessionId,
+      turnId: id,
+      action: "session.prompt",
+    });
+    return id;
+  });
+  events.publish(audienceOf(sa, sessionId), "turn.started", { turnId, kind: "prompt" });
+  return { activeTurnId: turnId, result: { turnId } };
+}
 
-  /** The project's instructions for a session's next prompt; never fails (none instead). */
-  async function promptContext(sessionId: string, workspaceRoot?: string): Promise<PromptContext> {
-    if (!deps.instructions) return {};
-    try {
-      const root = workspaceRoot ?? (await sessions.getRow(db, sessionId)).workspace_root;
-      return { instructions: await deps.instructions(root, sessionId) };
-    } catch {
-      return {};
+/** session.configure: a no-op answers the view; a change is refused while work runs or is pending. */
+async function configure(sa: ActorsCtx, sessionId: string, p: ConfigureParams): Promise<StepOutput> {
+  const { db, clock, sessions, dispatcher, events } = sa.deps;
+  const before = await sessions.getRow(db, sessionId);
+  const changes: SessionChanges = {};
+  if (p.mode !== undefined && p.mode !== before.mode) changes.mode = p.mode;
+  if (p.permissionMode !== undefined && p.permissionMode !== before.permission_mode)
+    changes.permission_mode = p.permissionMode;
+  if (p.model !== undefined && JSON.stringify(p.model) !== JSON.stringify(before.model_config)) {
+    changes.provider = p.model.provider;
+    changes.model = p.model.model;
+    changes.model_config = JSON.stringify(p.model);
+  }
+  if (p.approvers !== undefined) {
+    const approvers = [...new Set(p.approvers)].sort();
+    if (JSON.stringify(approvers) !== JSON.stringify([...before.approvers].sort()))
+      changes.approvers = approvers;
+  }
+  if (Object.keys(changes).length === 0) {
+    return { mode: before.mode, result: await sessions.view(db, before) };
+  }
+  // Who is approver now and was not (before.approvers: the members among the stored names).
+  const added = (changes.approvers ?? []).filter((a) => !before.approvers.includes(a));
+  await withTransaction(db, async (tx) => {
+    if (await sessionBusy(tx, sessionId)) throw new AppError("PLAN_CONFIGURATION_BLOCKED");
+    if (!(await updateSessionConfig(tx, sessionId, changes, before.version, clock.date())))
+      throw new AppError("PLAN_CONFIGURATION_BLOCKED", "the session changed concurrently; retry");
+    await appendAudit(tx, {
+      at: clock.date(),
+      principal: before.owner,
+      sessionId,
+      action: "session.configure",
+      details: { ...changes, model_config: undefined },
+    });
+    await auditApproversAdded(tx, {
+      at: clock.date(),
+      principal: before.owner,
+      sessionId,
+      approvers: added,
+    });
+  });
+  if (changes.approvers) {
+    sa.audiences.set(sessionId, { sessionId, owner: before.owner, approvers: changes.approvers });
+  }
+  if (added.length > 0)
+    events.publish(audienceOf(sa, sessionId), "approvers.added", { approvers: added, addedBy: before.owner });
+  const view = await publishSession(sa, sessionId);
+  dispatcher.noteModel(sessionId, view.model);
+  if (changes.mode) events.publish(audienceOf(sa, sessionId), "plan.changed", { state: view.planningState });
+  return { mode: view.mode, result: view };
+}
+
+/** agent.claim: leases the turn to the worker; an execution re-checks its plan file first. */
+async function claimTurn(
+  sa: ActorsCtx,
+  context: SessionContext,
+  turnId: string,
+  workerId: string,
+): Promise<StepOutput> {
+  const { db, sessions, plans, dispatcher, events } = sa.deps;
+  const { sessionId } = context;
+  const kind = context.turnKind === "execution" ? "execution" : "prompt";
+  if (kind === "execution") {
+    const claimed = await plans.claimExecution(turnId);
+    if (!claimed.ok) {
+      if (claimed.code === "PLAN_ARTIFACT_HASH_MISMATCH") {
+        events.publish(audienceOf(sa, sessionId), "turn.ended", {
+          turnId,
+          status: "aborted",
+          code: claimed.code,
+        });
+        events.publish(
+          audienceOf(sa, sessionId),
+          "plan.changed",
+          interruptedPlanChanged(claimed.proposal, context.mode),
+        );
+      }
+      return { activeTurnId: null, result: new AppError(claimed.code) };
     }
+    events.publish(audienceOf(sa, sessionId), "turn.started", { turnId, kind: "execution" });
+    events.publish(audienceOf(sa, sessionId), "plan.changed", {
+      state: "inactive",
+      execution: { executionId: claimed.proposal.executionId!, state: "running" },
+    });
   }
+  const row = await sessions.getRow(db, sessionId);
+  // Re-read at every claim (so an edited AGENTS.md applies from the next turn on), before the lease runs.
+  const project = await promptContext(sa, sessionId, row.workspace_root);
+  const lease = dispatcher.grant({ turnId, sessionId, kind }, workerId);
+  const assignment: TurnAssignment = {
+    sessionId,
+    turnId,
+    kind,
+    token: lease.token,
+    mode: row.mode,
+    systemPrompt: buildSystemPrompt(row.mode, { turnKind: kind }, project),
+    // Agent turns are also offered the enabled plugin tools; Plan turns never see them.
+    tools: buildTools(row.mode, { turnKind: kind }, row.mode === "agent" ? await pluginToolSpecs(db) : []),
+    model: row.model_config,
+    leaseMs: sa.deps.leaseMs,
+    heartbeatMs: sa.deps.heartbeatMs,
+    host: dispatcher.hostId,
+  };
+  // People see that a worker took it (a follower says plainly when none has).
+  events.publish(audienceOf(sa, sessionId), "turn.claimed", { turnId, workerId });
+  return { activeTurnId: turnId, result: assignment };
+}
 
-  const planSteps = createPlanActors({ ...deps, audience, publishSession, promptContext });
+/** agent.turn.end (or a lost lease): the turn ends; an execution turn ends its approval's execution. */
+async function endTurn(
+  sa: ActorsCtx,
+  context: SessionContext,
+  turnId: string,
+  status: TurnEndStatus,
+  code: ErrorCode | undefined,
+  reason?: string,
+): Promise<StepOutput> {
+  const { db, clock, sessions, plans, events } = sa.deps;
+  const { sessionId } = context;
+  const execution = await withTransaction(db, async (tx) => {
+    await sessions.endTurn(tx, turnId, status, code ?? null);
+    await appendAudit(tx, {
+      at: clock.date(),
+      sessionId,
+      turnId,
+      action: "turn.end",
+      decision: status,
+      code: code ?? null,
+      ...(reason ? { details: { reason } } : {}),
+    });
+    if (context.turnKind !== "execution") return null;
+    // A stopped worker or host interrupts the execution; it is never run again.
+    const interrupted = code === undefined || code === "WORKER_STOPPED" || code === "HOST_STOPPING";
+    return plans.finishExecution(
+      tx,
+      turnId,
+      status === "completed" ? "completed" : "interrupted",
+      status === "completed" ? undefined : interrupted ? "PLAN_EXECUTION_INTERRUPTED" : code,
+    );
+  });
+  events.publish(audienceOf(sa, sessionId), "turn.ended", {
+    turnId,
+    status,
+    ...(code ? { code } : {}),
+    ...(reason ? { reason } : {}),
+  });
+  if (execution?.executionId && execution.executionState) {
+    events.publish(audienceOf(sa, sessionId), "plan.changed", {
+      state: "inactive",
+      proposal: execution,
+      execution: { executionId: execution.executionId, state: execution.executionState },
+    });
+  }
+  return { result: { turnId, status } };
+}
+
+/** session.abort (byClient) or the host: ends the turn, a pending approval or a running execution. */
+async function abortWork(sa: ActorsCtx, context: SessionContext, byClient: boolean): Promise<StepOutput> {
+  const { db, clock, sessions, plans, events } = sa.deps;
+  const { sessionId, turnId } = context;
+  const principal = byClient ? "client" : "host";
+  let code: ErrorCode = "TURN_ABORTED";
+  let proposal: ProposalView | null = null;
+  await withTransaction(db, async (tx) => {
+    if (context.proposalId) {
+      code = "PLAN_APPROVAL_INTERRUPTED";
+      proposal = await plans.interruptPending(tx, sessionId, principal);
+    } else if (context.turnKind === "execution" && turnId) {
+      code = "PLAN_EXECUTION_INTERRUPTED";
+      proposal = await plans.finishExecution(tx, turnId, "interrupted", code);
+    }
+    if (turnId) await sessions.endTurn(tx, turnId, "aborted", code);
+    await appendAudit(tx, {
+      at: clock.date(),
+      principal,
+      sessionId,
+      turnId,
+      action: "session.abort",
+      code,
+    });
+  });
+  if (turnId) events.publish(audienceOf(sa, sessionId), "turn.ended", { turnId, status: "aborted", code });
+  const p = proposal as ProposalView | null;
+  if (p) {
+    const row = await sessions.getRow(db, sessionId);
+    events.publish(audienceOf(sa, sessionId), "plan.changed", interruptedPlanChanged(p, row.mode));
+  }
+  return {
+    result: { sessionId, aborted: turnId ? { turnId, code, proposalId: p?.proposalId ?? null } : null },
+  };
+}
+
+export function createSessionActors(deps: SessionActorDeps) {
+  const sa: ActorsCtx = { deps, audiences: new Map() };
+  const audience = (sessionId: string): Audience => audienceOf(sa, sessionId);
+  const planSteps = createPlanActors({
+    ...deps,
+    audience,
+    publishSession: (sessionId) => publishSession(sa, sessionId),
+    promptContext: (sessionId) => promptContext(sa, sessionId),
+  });
 
   return {
     ...planSteps,
     audience,
-    /** Drops what was cached for a session whose actor stopped (passivated or degraded). */
-    forget(sessionId: string): void {
-      audiences.delete(sessionId);
-      dispatcher.noteModel(sessionId, null);
-    },
-
-    /** Where the rows say the session stands; a turn a worker still leases stays leased. */
-    async loadSession(sessionId: string): Promise<SessionFacts> {
-      const row = await sessions.getRow(db, sessionId);
-      audiences.set(row.id, { sessionId: row.id, owner: row.owner, approvers: row.approvers });
-      dispatcher.noteModel(row.id, { provider: row.provider, model: row.model });
-      const { turn, pending, queuedExecutionTurnId } = await readSessionFacts(db, sessionId);
-      return {
-        mode: row.mode,
-        activeTurnId: turn?.id ?? null,
-        activeTurnKind: turn?.kind ?? null,
-        pendingProposalId: pending?.id ?? null,
-        pendingDeadlineMs: pending?.deadlineMs ?? null,
-        queuedExecutionTurnId,
-        leased: turn ? dispatcher.isLeased(turn.id) : false,
-      };
-    },
-
-    /** session.prompt: a new prompt turn; AGENT_BUSY while any work is running or pending. */
-    async startTurn(sessionId: string, p: PromptParams): Promise<StepOutput> {
-      const turnId = await withTransaction(db, async (tx) => {
-        await sessions.getRow(tx, sessionId, true);
-        if (await sessionBusy(tx, sessionId)) throw new AppError("AGENT_BUSY");
-        const id = await sessions.insertTurn(tx, {
-          sessionId,
-          kind: "prompt",
-          text: p.text,
-          ...(p.idempotencyKey ? { idempotencyKey: p.idempotencyKey } : {}),
-        });
-        await appendAudit(tx, {
-          at: clock.date(),
-          principal: audience(sessionId).owner,
-          sessionId,
-          turnId: id,
-          action: "session.prompt",
-        });
-        return id;
-      });
-      events.publish(audience(sessionId), "turn.started", { turnId, kind: "prompt" });
-      return { activeTurnId: turnId, result: { turnId } };
-    },
-
-    /** session.configure: a no-op answers the view; a change is refused while work runs or is pending. */
-    async configure(sessionId: string, p: ConfigureParams): Promise<StepOutput> {
-      const before = await sessions.getRow(db, sessionId);
-      const changes: SessionChanges = {};
-      if (p.mode !== undefined && p.mode !== before.mode) changes.mode = p.mode;
-      if (p.permissionMode !== undefined && p.permissionMode !== before.permission_mode)
-        changes.permission_mode = p.permissionMode;
-      if (p.model !== undefined && JSON.stringify(p.model) !== JSON.stringify(before.model_config)) {
-        changes.provider = p.model.provider;
-        changes.model = p.model.model;
-        changes.model_config = JSON.stringify(p.model);
-      }
-      if (p.approvers !== undefined) {
-        const approvers = [...new Set(p.approvers)].sort();
-        if (JSON.stringify(approvers) !== JSON.stringify([...before.approvers].sort()))
-          changes.approvers = approvers;
-      }
-      if (Object.keys(changes).length === 0) {
-        return { mode: before.mode, result: await sessions.view(db, before) };
-      }
-      // Who is approver now and was not (before.approvers: the members among the stored names).
-      const added = (changes.approvers ?? []).filter((a) => !before.approvers.includes(a));
-      await withTransaction(db, async (tx) => {
-        if (await sessionBusy(tx, sessionId)) throw new AppError("PLAN_CONFIGURATION_BLOCKED");
-        if (!(await updateSessionConfig(tx, sessionId, changes, before.version, clock.date())))
-          throw new AppError("PLAN_CONFIGURATION_BLOCKED", "the session changed concurrently; retry");
-        await appendAudit(tx, {
-          at: clock.date(),
-          principal: before.owner,
-          sessionId,
-          action: "session.configure",
-          details: { ...changes, model_config: undefined },
-        });
-        await auditApproversAdded(tx, {
-          at: clock.date(),
-          principal: before.owner,
-          sessionId,
-          approvers: added,
-        });
-      });
-      if (changes.approvers) {
-        audiences.set(sessionId, { sessionId, owner: before.owner, approvers: changes.approvers });
-      }
-      if (added.length > 0)
-        events.publish(audience(sessionId), "approvers.added", { approvers: added, addedBy: before.owner });
-      const view = await publishSession(sessionId);
-      dispatcher.noteModel(sessionId, view.model);
-      if (changes.mode) events.publish(audience(sessionId), "plan.changed", { state: view.planningState });
-      return { mode: view.mode, result: view };
-    },
-
-    /** agent.claim: leases the turn to the worker; an execution re-checks its plan file first. */
-    async claimTurn(context: SessionContext, turnId: string, workerId: string): Promise<StepOutput> {
-      const { sessionId } = context;
-      const kind = context.turnKind === "execution" ? "execution" : "prompt";
-      if (kind === "execution") {
-        const claimed = await plans.claimExecution(turnId);
-        if (!claimed.ok) {
-          if (claimed.code === "PLAN_ARTIFACT_HASH_MISMATCH") {
-            events.publish(audience(sessionId), "turn.ended", {
-              turnId,
-              status: "aborted",
-              code: claimed.code,
-            });
-            events.publish(
-              audience(sessionId),
-              "plan.changed",
-              interruptedPlanChanged(claimed.proposal, context.mode),
-            );
-          }
-          return { activeTurnId: null, result: new AppError(claimed.code) };
-        }
-        events.publish(audience(sessionId), "turn.started", { turnId, kind: "execution" });
-        events.publish(audience(sessionId), "plan.changed", {
-          state: "inactive",
-          execution: { executionId: claimed.proposal.executionId!, state: "running" },
-        });
-      }
-      const row = await sessions.getRow(db, sessionId);
-      // Re-read at every claim (so an edited AGENTS.md applies from the next turn on), before the lease runs.
-      const project = await promptContext(sessionId, row.workspace_root);
-      const lease = dispatcher.grant({ turnId, sessionId, kind }, workerId);
-      const assignment: TurnAssignment = {
-        sessionId,
-        turnId,
-        kind,
-        token: lease.token,
-        mode: row.mode,
-        systemPrompt: buildSystemPrompt(row.mode, { turnKind: kind }, project),
-        // Agent turns are also offered the enabled plugin tools; Plan turns never see them.
-        tools: buildTools(
-          row.mode,
-          { turnKind: kind },
-          row.mode === "agent" ? await pluginToolSpecs(db) : [],
-        ),
-        model: row.model_config,
-        leaseMs: deps.leaseMs,
-        heartbeatMs: deps.heartbeatMs,
-        host: dispatcher.hostId,
-      };
-      // People see that a worker took it (a follower says plainly when none has).
-      events.publish(audience(sessionId), "turn.claimed", { turnId, workerId });
-      return { activeTurnId: turnId, result: assignment };
-    },
-
-    /** agent.turn.end (or a lost lease): the turn ends; an execution turn ends its approval's execution. */
-    async endTurn(
+    /** Drops what was cached for a session whose actor stopped (see `forget`). */
+    forget: (sessionId: string): void => forget(sa, sessionId),
+    /** Where the rows say the session stands (see `loadSession`). */
+    loadSession: (sessionId: string): Promise<SessionFacts> => loadSession(sa, sessionId),
+    /** session.prompt (see `startTurn`). */
+    startTurn: (sessionId: string, p: PromptParams): Promise<StepOutput> => startTurn(sa, sessionId, p),
+    /** session.configure (see `configure`). */
+    configure: (sessionId: string, p: ConfigureParams): Promise<StepOutput> => configure(sa, sessionId, p),
+    /** agent.claim (see `claimTurn`). */
+    claimTurn: (context: SessionContext, turnId: string, workerId: string): Promise<StepOutput> =>
+      claimTurn(sa, context, turnId, workerId),
+    /** agent.turn.end or a lost lease (see `endTurn`). */
+    endTurn: (
       context: SessionContext,
       turnId: string,
       status: TurnEndStatus,
       code: ErrorCode | undefined,
       reason?: string,
-    ): Promise<StepOutput> {
-      const { sessionId } = context;
-      const execution = await withTransaction(db, async (tx) => {
-        await sessions.endTurn(tx, turnId, status, code ?? null);
-        await appendAudit(tx, {
-          at: clock.date(),
-          sessionId,
-          turnId,
-          action: "turn.end",
-          decision: status,
-          code: code ?? null,
-          ...(reason ? { details: { reason } } : {}),
-        });
-        if (context.turnKind !== "execution") return null;
-        // A stopped worker or host interrupts the execution; it is never run again.
-        const interrupted = code === undefined || code === "WORKER_STOPPED" || code === "HOST_STOPPING";
-        return plans.finishExecution(
-          tx,
-          turnId,
-          status === "completed" ? "completed" : "interrupted",
-          status === "completed" ? undefined : interrupted ? "PLAN_EXECUTION_INTERRUPTED" : code,
-        );
-      });
-      events.publish(audience(sessionId), "turn.ended", {
-        turnId,
-        status,
-        ...(code ? { code } : {}),
-        ...(reason ? { reason } : {}),
-      });
-      if (execution?.executionId && execution.executionState) {
-        events.publish(audience(sessionId), "plan.changed", {
-          state: "inactive",
-          proposal: execution,
-          execution: { executionId: execution.executionId, state: execution.executionState },
-        });
-      }
-      return { result: { turnId, status } };
-    },
-
-    /** session.abort (byClient) or the host: ends the turn, a pending approval or a running execution. */
-    async abortWork(context: SessionContext, byClient: boolean): Promise<StepOutput> {
-      const { sessionId, turnId } = context;
-      const principal = byClient ? "client" : "host";
-      let code: ErrorCode = "TURN_ABORTED";
-      let proposal: ProposalView | null = null;
-      await withTransaction(db, async (tx) => {
-        if (context.proposalId) {
-          code = "PLAN_APPROVAL_INTERRUPTED";
-          proposal = await plans.interruptPending(tx, sessionId, principal);
-        } else if (context.turnKind === "execution" && turnId) {
-          code = "PLAN_EXECUTION_INTERRUPTED";
-          proposal = await plans.finishExecution(tx, turnId, "interrupted", code);
-        }
-        if (turnId) await sessions.endTurn(tx, turnId, "aborted", code);
-        await appendAudit(tx, {
-          at: clock.date(),
-          principal,
-          sessionId,
-          turnId,
-          action: "session.abort",
-          code,
-        });
-      });
-      if (turnId) events.publish(audience(sessionId), "turn.ended", { turnId, status: "aborted", code });
-      const p = proposal as ProposalView | null;
-      if (p) {
-        const row = await sessions.getRow(db, sessionId);
-        events.publish(audience(sessionId), "plan.changed", interruptedPlanChanged(p, row.mode));
-      }
-      return {
-        result: { sessionId, aborted: turnId ? { turnId, code, proposalId: p?.proposalId ?? null } : null },
-      };
-    },
+    ): Promise<StepOutput> => endTurn(sa, context, turnId, status, code, reason),
+    /** session.abort or the host (see `abortWork`). */
+    abortWork: (context: SessionContext, byClient: boolean): Promise<StepOutput> =>
+      abortWork(sa, context, byClient),
   };
 }
 

@@ -19,7 +19,13 @@ import type { Db } from "../../store/db.ts";
 import { findPluginTool, pluginArgProblems } from "../../store/plugin-store.ts";
 import type { ProjectStore } from "../../store/project-store.ts";
 import type { SessionStore } from "../../store/session-store.ts";
-import { readToolCallFacts, recordToolCall, startToolCall } from "../../store/tool-call-store.ts";
+import {
+  readToolCallFacts,
+  recordToolCall,
+  startToolCall,
+  type ToolCallFacts,
+} from "../../store/tool-call-store.ts";
+import { runTool } from "./tool-run.ts";
 import type { PluginCaller } from "../../tools/plugin-caller.ts";
 import type { ToolAborts } from "../../tools/tool-aborts.ts";
 import type { ToolAdmission } from "../../tools/tool-admission.ts";
@@ -103,283 +109,269 @@ export function outcomeUnknown(tool: string): ToolExecuteResult {
   );
 }
 
-export function createToolPipeline(deps: ToolPipelineDeps) {
-  const { db, clock, supervisor, dispatcher, events, permissions } = deps;
-  const inflight = new Map<string, Promise<ToolExecuteResult>>();
-  const maxResultBytes = deps.maxResultBytes ?? DEFAULT_MAX_RESULT_BYTES;
-
-  /** Runs an allowed call: the plan tools through the session's actor, plugins on the bus, the rest here. */
-  async function run(
-    lease: Lease,
-    p: ToolsExecuteParams,
-    facts: { workspaceRoot: string; networkAllowed: boolean; previewOrigins: string[] },
-    to: Audience,
-    plugin: { pluginId: string } | null,
-  ): Promise<ToolExecuteResult> {
-    if (p.tool === "EnterPlanMode") {
-      return supervisor.request<ToolExecuteResult>(lease.sessionId, (reply) => ({
-        type: "ENTER_PLAN",
-        turnId: p.turnId,
-        toolCallId: p.toolCallId,
-        reply,
-      }));
-    }
-    if (p.tool === "ExitPlanMode") {
-      return supervisor.request<ToolExecuteResult>(lease.sessionId, (reply) => ({
-        type: "SUBMIT_PLAN",
-        turnId: p.turnId,
-        toolCallId: p.toolCallId,
-        args: p.args,
-        reply,
-      }));
-    }
-    if (plugin) {
-      return deps.plugins
-        ? deps.plugins.call(plugin.pluginId, p.tool, {
-            sessionId: lease.sessionId,
-            turnId: p.turnId,
-            toolCallId: p.toolCallId,
-            args: p.args,
-          })
-        : refusal("PLUGIN_UNAVAILABLE", "this host has no plugin connection");
-    }
-    let chunk = 0;
-    const abort = deps.aborts?.open(p.turnId);
-    // Bash and BrowserPreview run in a sandbox of their own: counted, with the ones that did not start.
-    const sandboxed = p.tool === "Bash" || p.tool === "BrowserPreview";
-    if (sandboxed) deps.metrics?.sandboxStart();
-    const ran = deps.runner
-      .run(p.tool, p.args, {
-        workspaceRoot: facts.workspaceRoot,
-        network: facts.networkAllowed,
-        previewOrigins: facts.previewOrigins,
-        sessionId: lease.sessionId,
-        ...(abort ? { signal: abort.signal } : {}),
-        // Streamed output goes to this session's audience only, in order.
-        onOutput: (stream, text) =>
-          events.publish(to, "tool.output", {
-            turnId: p.turnId,
-            toolCallId: p.toolCallId,
-            tool: p.tool,
-            stream,
-            chunk: chunk++,
-            text,
-          }),
-      })
-      .finally(() => abort?.release());
-    if (!sandboxed) return ran;
-    return ran.then(
-      (r) => {
-        if (r.code === "SANDBOX_UNAVAILABLE") deps.metrics?.sandboxFailure();
-        return r;
-      },
-      (err) => {
-        deps.metrics?.sandboxFailure();
-        throw err;
-      },
+/**
+ * What the policy's decision comes to before anything runs: a refusal (overlapping workspace,
+ * denial, a person's no, a dead turn, a plugin disabled meanwhile) or no result yet (the call runs),
+ * with the decision recorded and the plugin the call goes to.
+ */
+async function settleDecision(
+  pl: PipelineState,
+  lease: Lease,
+  p: ToolsExecuteParams,
+  s: ToolCallFacts,
+  to: Audience,
+  plugin: PluginTarget | null,
+  problems: string[],
+  decision: ReturnType<typeof decideTool>,
+): Promise<{
+  result: ToolExecuteResult | null;
+  recordDecision: "allow" | "deny";
+  target: PluginTarget | null;
+}> {
+  const { db, dispatcher, permissions } = pl.deps;
+  let result: ToolExecuteResult | null = null;
+  let recordDecision: "allow" | "deny" = "allow";
+  let target = plugin;
+  // A workspace overlapping another project's is served to nobody (docs/architecture.md "Tools").
+  const overlaps = pl.deps.projects?.overlapOf(s.workspaceRoot) ?? null;
+  if (overlaps) {
+    recordDecision = "deny";
+    result = refusal(
+      "PROJECT_ROOT_OVERLAPS",
+      `this project's workspace overlaps project ${overlaps.join(", ")}: no tool runs in it until an operator separates them`,
+      { projectIds: overlaps },
     );
-  }
-
-  /**
-   * Checks the batch, loads the durable facts, decides, runs or refuses, and records the call.
-   * `argsProblem`: the path of text Postgres cannot store in the arguments (refused, recorded).
-   */
-  async function executeTool(
-    lease: Lease,
-    p: ToolsExecuteParams,
-    argsProblem?: string,
-  ): Promise<ToolExecuteResult> {
-    if (!p.batch.some((c) => c.toolCallId === p.toolCallId && c.tool === p.tool)) {
-      throw new AppError("INVALID_PARAMS", "the batch must contain this call");
-    }
-    // The durable mode is read now by sessionId, in one read; requestedMode is diagnostic only.
-    const call = { sessionId: lease.sessionId, turnId: p.turnId, toolCallId: p.toolCallId, tool: p.tool };
-    const s = await readToolCallFacts(db, call);
-    if (!s) throw new AppError("SESSION_NOT_FOUND");
-    // A result recorded under a larger bound (an earlier server's max_payload) is sent bounded.
-    if (s.recorded) return boundToolResult(s.recorded, maxResultBytes);
-    const to: Audience = { sessionId: lease.sessionId, owner: s.owner, approvers: s.approvers };
-    // Started before (not in flight here) and never recorded: it may have run. It never runs again.
-    if (s.startedBefore) return recordAndAnnounce(lease, p, to, "deny", outcomeUnknown(p.tool));
-    if (argsProblem !== undefined)
-      return recordAndAnnounce(
-        lease,
-        p,
-        to,
-        "deny",
-        refusal(
-          p.tool === "ExitPlanMode" ? "PLAN_INVALID_ARGUMENT" : "INVALID_PARAMS",
-          `${p.tool}: ${argsProblem} must not contain a NUL character or an unpaired surrogate`,
-          { path: argsProblem, field: argsProblem.split("/")[2] ?? "" },
-        ),
-      );
-    if (p.requestedMode !== undefined && p.requestedMode !== s.mode) {
-      await appendAudit(db, {
-        at: clock.date(),
-        principal: `worker:${lease.workerId}`,
-        sessionId: lease.sessionId,
-        turnId: p.turnId,
-        toolCallId: p.toolCallId,
-        action: "tool.mode_conflict",
-        details: { requestedMode: p.requestedMode, durableMode: s.mode, tool: p.tool },
-      });
-    }
-    // A name that is no built-in may be an enabled plugin tool, read now: enable/disable apply at once.
-    const plugin = classifyTool(p.tool) === "unknown" ? await findPluginTool(db, p.tool) : null;
-    const problems = plugin ? pluginArgProblems(plugin.tool, p.args) : [];
-    const decision = decideTool({
-      mode: s.mode,
-      toolClass: classifyTool(p.tool, plugin !== null),
-      permission: effectivePermission(s.permissionMode, s.appPermission),
-      sessionGrant: s.granted,
-      pluginRisk: plugin?.tool.risk ?? null,
-      batch: p.batch,
-      invalidArgs: problems.length > 0,
-      unattended: s.unattended,
+  } else if (decision.kind === "deny") {
+    recordDecision = "deny";
+    const message = denialMessage(decision.code, p, s.mode, problems);
+    result = refusal(decision.code, message, decision.code === "INVALID_PARAMS" ? { problems } : undefined);
+  } else if (decision.kind === "prompt") {
+    // A person decides; no answer by the deadline, or an abort of the turn, is a denial.
+    const outcome = await permissions.request({
+      sessionId: lease.sessionId,
+      turnId: p.turnId,
+      toolCallId: p.toolCallId,
+      tool: p.tool,
+      args: p.args,
+      risk: riskOfTool(p.tool, plugin?.tool.risk),
+      to,
+      worker: `worker:${lease.workerId}`,
     });
-
-    let result: ToolExecuteResult | null = null;
-    let recordDecision: "allow" | "deny" = "allow";
-    let target = plugin;
-    // A workspace overlapping another project's is served to nobody (docs/architecture.md "Tools").
-    const overlaps = deps.projects?.overlapOf(s.workspaceRoot) ?? null;
-    if (overlaps) {
+    if (outcome.kind === "deny") {
       recordDecision = "deny";
       result = refusal(
-        "PROJECT_ROOT_OVERLAPS",
-        `this project's workspace overlaps project ${overlaps.join(", ")}: no tool runs in it until an operator separates them`,
-        { projectIds: overlaps },
+        outcome.code,
+        outcome.code === "PERMISSION_DENIED"
+          ? `a person denied ${p.tool}`
+          : outcome.code === "PERMISSION_TIMEOUT"
+            ? `nobody answered the permission prompt for ${p.tool} in time`
+            : `the permission prompt for ${p.tool} ended with its turn`,
       );
-    } else if (decision.kind === "deny") {
+    } else if (!dispatcher.check(lease.turnId, lease.token)) {
+      // Allowed, but the turn ended meanwhile: nothing runs for a dead turn.
       recordDecision = "deny";
-      const message = denialMessage(decision.code, p, s.mode, problems);
-      result = refusal(decision.code, message, decision.code === "INVALID_PARAMS" ? { problems } : undefined);
-    } else if (decision.kind === "prompt") {
-      // A person decides; no answer by the deadline, or an abort of the turn, is a denial.
-      const outcome = await permissions.request({
+      result = refusal("PERMISSION_INTERRUPTED", `the turn ended before ${p.tool} could run`);
+    } else if (plugin) {
+      // A plugin disabled while the prompt waited receives nothing.
+      target = await findPluginTool(db, p.tool);
+      if (!target) {
+        recordDecision = "deny";
+        result = refusal("TOOL_NOT_FOUND", `${p.tool} is no longer an enabled plugin tool`);
+      }
+    }
+  }
+  return { result, recordDecision, target };
+}
+
+/**
+ * Checks the batch, loads the durable facts, decides, runs or refuses, and records the call.
+ * `argsProblem`: the path of text Postgres cannot store in the arguments (refused, recorded).
+ */
+async function executeTool(
+  pl: PipelineState,
+  lease: Lease,
+  p: ToolsExecuteParams,
+  argsProblem?: string,
+): Promise<ToolExecuteResult> {
+  const { db, clock } = pl.deps;
+  if (!p.batch.some((c) => c.toolCallId === p.toolCallId && c.tool === p.tool)) {
+    throw new AppError("INVALID_PARAMS", "the batch must contain this call");
+  }
+  // The durable mode is read now by sessionId, in one read; requestedMode is diagnostic only.
+  const call = { sessionId: lease.sessionId, turnId: p.turnId, toolCallId: p.toolCallId, tool: p.tool };
+  const s = await readToolCallFacts(db, call);
+  if (!s) throw new AppError("SESSION_NOT_FOUND");
+  // A result recorded under a larger bound (an earlier server's max_payload) is sent bounded.
+  if (s.recorded) return boundToolResult(s.recorded, pl.maxResultBytes);
+  const to: Audience = { sessionId: lease.sessionId, owner: s.owner, approvers: s.approvers };
+  // Started before (not in flight here) and never recorded: it may have run. It never runs again.
+  if (s.startedBefore) return recordAndAnnounce(pl, lease, p, to, "deny", outcomeUnknown(p.tool));
+  if (argsProblem !== undefined)
+    return recordAndAnnounce(
+      pl,
+      lease,
+      p,
+      to,
+      "deny",
+      refusal(
+        p.tool === "ExitPlanMode" ? "PLAN_INVALID_ARGUMENT" : "INVALID_PARAMS",
+        `${p.tool}: ${argsProblem} must not contain a NUL character or an unpaired surrogate`,
+        { path: argsProblem, field: argsProblem.split("/")[2] ?? "" },
+      ),
+    );
+  if (p.requestedMode !== undefined && p.requestedMode !== s.mode) {
+    await appendAudit(db, {
+      at: clock.date(),
+      principal: `worker:${lease.workerId}`,
+      sessionId: lease.sessionId,
+      turnId: p.turnId,
+      toolCallId: p.toolCallId,
+      action: "tool.mode_conflict",
+      details: { requestedMode: p.requestedMode, durableMode: s.mode, tool: p.tool },
+    });
+  }
+  // A name that is no built-in may be an enabled plugin tool, read now: enable/disable apply at once.
+  const plugin = classifyTool(p.tool) === "unknown" ? await findPluginTool(db, p.tool) : null;
+  const problems = plugin ? pluginArgProblems(plugin.tool, p.args) : [];
+  const decision = decideTool({
+    mode: s.mode,
+    toolClass: classifyTool(p.tool, plugin !== null),
+    permission: effectivePermission(s.permissionMode, s.appPermission),
+    sessionGrant: s.granted,
+    pluginRisk: plugin?.tool.risk ?? null,
+    batch: p.batch,
+    invalidArgs: problems.length > 0,
+    unattended: s.unattended,
+  });
+
+  let { result, recordDecision, target } = await settleDecision(
+    pl,
+    lease,
+    p,
+    s,
+    to,
+    plugin,
+    problems,
+    decision,
+  );
+  // Allowed (by policy, a grant or a person's answer): its start row commits first (migration 12),
+  // so nothing of it runs unrecorded; a start row already there (another attempt) is an unknown outcome.
+  if (!result && !(await startToolCall(db, call, clock.date()))) {
+    recordDecision = "deny";
+    result = outcomeUnknown(p.tool);
+  }
+  if (!result) {
+    try {
+      result = await runTool(pl.deps, lease, p, s, to, target);
+    } catch (err) {
+      if (!(err instanceof AppError) || err.code === "INTERNAL") throw err;
+      result = refusal(err.code, err.message);
+    }
+  }
+  return recordAndAnnounce(pl, lease, p, to, recordDecision, result, plugin !== null);
+}
+
+/**
+ * Bounds the result in encoded bytes and repairs it for Postgres (a NUL or lone surrogate in
+ * output becomes U+FFFD, counted in details.sanitized), records it with its audit row and
+ * transcript entry, and announces it: a retry gets what was recorded.
+ */
+async function recordAndAnnounce(
+  pl: PipelineState,
+  lease: Lease,
+  p: ToolsExecuteParams,
+  to: Audience,
+  recordDecision: "allow" | "deny",
+  raw: ToolExecuteResult,
+  isPlugin = false,
+): Promise<ToolExecuteResult> {
+  const { db, events } = pl.deps;
+  let result = boundToolResult(raw, pl.maxResultBytes);
+  const repaired = sanitizeText(result);
+  if (repaired.replaced > 0)
+    result = { ...repaired.value, details: { ...repaired.value.details, sanitized: repaired.replaced } };
+  const recorded = result;
+  const body = {
+    turnId: p.turnId,
+    toolCallId: p.toolCallId,
+    tool: p.tool,
+    decision: recordDecision,
+    isError: result.isError,
+    ...(result.code ? { code: result.code } : {}),
+    text: textOf(result.content).slice(0, 4000),
+  };
+  // One statement: the result row, its transcript entry, its audit row and this event (a retry
+  // gets what was recorded); published once it committed, in the session's order of events.
+  await events.publishWith(to, "tool.result", body, async (at) => ({
+    value: undefined,
+    event: await recordToolCall(
+      db,
+      {
         sessionId: lease.sessionId,
         turnId: p.turnId,
         toolCallId: p.toolCallId,
         tool: p.tool,
-        args: p.args,
-        risk: riskOfTool(p.tool, plugin?.tool.risk),
-        to,
-        worker: `worker:${lease.workerId}`,
-      });
-      if (outcome.kind === "deny") {
-        recordDecision = "deny";
-        result = refusal(
-          outcome.code,
-          outcome.code === "PERMISSION_DENIED"
-            ? `a person denied ${p.tool}`
-            : outcome.code === "PERMISSION_TIMEOUT"
-              ? `nobody answered the permission prompt for ${p.tool} in time`
-              : `the permission prompt for ${p.tool} ended with its turn`,
-        );
-      } else if (!dispatcher.check(lease.turnId, lease.token)) {
-        // Allowed, but the turn ended meanwhile: nothing runs for a dead turn.
-        recordDecision = "deny";
-        result = refusal("PERMISSION_INTERRUPTED", `the turn ended before ${p.tool} could run`);
-      } else if (plugin) {
-        // A plugin disabled while the prompt waited receives nothing.
-        target = await findPluginTool(db, p.tool);
-        if (!target) {
-          recordDecision = "deny";
-          result = refusal("TOOL_NOT_FOUND", `${p.tool} is no longer an enabled plugin tool`);
-        }
-      }
-    }
-    // Allowed (by policy, a grant or a person's answer): its start row commits first (migration 12),
-    // so nothing of it runs unrecorded; a start row already there (another attempt) is an unknown outcome.
-    if (!result && !(await startToolCall(db, call, clock.date()))) {
-      recordDecision = "deny";
-      result = outcomeUnknown(p.tool);
-    }
-    if (!result) {
-      try {
-        result = await run(lease, p, s, to, target);
-      } catch (err) {
-        if (!(err instanceof AppError) || err.code === "INTERNAL") throw err;
-        result = refusal(err.code, err.message);
-      }
-    }
-    return recordAndAnnounce(lease, p, to, recordDecision, result, plugin !== null);
-  }
+        principal: `worker:${lease.workerId}`,
+        decision: recordDecision,
+        ...(recorded.code ? { code: recorded.code } : {}),
+        result: recorded,
+      },
+      body,
+      at,
+    ),
+  }));
+  pl.deps.metrics?.toolDecision(p.tool, classifyTool(p.tool, isPlugin), recordDecision);
+  return result;
+}
 
-  /**
-   * Bounds the result in encoded bytes and repairs it for Postgres (a NUL or lone surrogate in
-   * output becomes U+FFFD, counted in details.sanitized), records it with its audit row and
-   * transcript entry, and announces it: a retry gets what was recorded.
-   */
-  async function recordAndAnnounce(
-    lease: Lease,
-    p: ToolsExecuteParams,
-    to: Audience,
-    recordDecision: "allow" | "deny",
-    raw: ToolExecuteResult,
-    isPlugin = false,
-  ): Promise<ToolExecuteResult> {
-    let result = boundToolResult(raw, maxResultBytes);
-    const repaired = sanitizeText(result);
-    if (repaired.replaced > 0)
-      result = { ...repaired.value, details: { ...repaired.value.details, sanitized: repaired.replaced } };
-    const recorded = result;
-    const body = {
-      turnId: p.turnId,
-      toolCallId: p.toolCallId,
-      tool: p.tool,
-      decision: recordDecision,
-      isError: result.isError,
-      ...(result.code ? { code: result.code } : {}),
-      text: textOf(result.content).slice(0, 4000),
-    };
-    // One statement: the result row, its transcript entry, its audit row and this event (a retry
-    // gets what was recorded); published once it committed, in the session's order of events.
-    await events.publishWith(to, "tool.result", body, async (at) => ({
-      value: undefined,
-      event: await recordToolCall(
-        db,
-        {
-          sessionId: lease.sessionId,
-          turnId: p.turnId,
-          toolCallId: p.toolCallId,
-          tool: p.tool,
-          principal: `worker:${lease.workerId}`,
-          decision: recordDecision,
-          ...(recorded.code ? { code: recorded.code } : {}),
-          result: recorded,
-        },
-        body,
-        at,
-      ),
-    }));
-    deps.metrics?.toolDecision(p.tool, classifyTool(p.tool, isPlugin), recordDecision);
-    return result;
-  }
+/** What the pipeline holds: its deps, the result bound and the calls running here, by turn and call id. */
+interface PipelineState {
+  deps: ToolPipelineDeps;
+  inflight: Map<string, Promise<ToolExecuteResult>>;
+  maxResultBytes: number;
+}
 
+/** The enabled plugin tool a call names (store/plugin-store.ts findPluginTool). */
+type PluginTarget = NonNullable<Awaited<ReturnType<typeof findPluginTool>>>;
+
+/** One tools.execute call of the lease's worker (the token is checked by the caller). */
+async function execute(
+  pl: PipelineState,
+  lease: Lease,
+  p: ToolsExecuteParams,
+  opts: { argsProblem?: string } = {},
+): Promise<ToolExecuteResult> {
+  const { inflight } = pl;
+  pl.deps.dispatcher.beat(lease);
+  // A retry that arrives while the first call still runs waits for it: the tool runs once.
+  const key = `${p.turnId}\u0000${p.toolCallId}`;
+  const running = inflight.get(key);
+  if (running) return running;
+  // Admission (tool-admission.ts): over a bound the call is refused before anything else runs.
+  const release = pl.deps.admission?.admit(lease.sessionId);
+  const work = executeTool(pl, lease, p, opts.argsProblem);
+  inflight.set(key, work);
+  try {
+    return await work;
+  } finally {
+    inflight.delete(key);
+    release?.();
+  }
+}
+
+export function createToolPipeline(deps: ToolPipelineDeps) {
+  const pl: PipelineState = {
+    deps,
+    inflight: new Map(),
+    maxResultBytes: deps.maxResultBytes ?? DEFAULT_MAX_RESULT_BYTES,
+  };
   return {
     /** One tools.execute call of the lease's worker (the token is checked by the caller). */
-    async execute(
+    execute: (
       lease: Lease,
       p: ToolsExecuteParams,
       opts: { argsProblem?: string } = {},
-    ): Promise<ToolExecuteResult> {
-      dispatcher.beat(lease);
-      // A retry that arrives while the first call still runs waits for it: the tool runs once.
-      const key = `${p.turnId}\u0000${p.toolCallId}`;
-      const running = inflight.get(key);
-      if (running) return running;
-      // Admission (tool-admission.ts): over a bound the call is refused before anything else runs.
-      const release = deps.admission?.admit(lease.sessionId);
-      const work = executeTool(lease, p, opts.argsProblem);
-      inflight.set(key, work);
-      try {
-        return await work;
-      } finally {
-        inflight.delete(key);
-        release?.();
-      }
-    },
+    ): Promise<ToolExecuteResult> => execute(pl, lease, p, opts),
   };
 }
 

@@ -26,146 +26,168 @@ export interface SchedulerDeps {
   models?: Pick<ModelChoice, "choose">;
 }
 
-export function createScheduler(deps: SchedulerDeps) {
-  const { clock, store, sessions, supervisor, hostId, log } = deps;
-  let timer: TimerHandle | null = null;
-  let ticking: Promise<void> | null = null;
-  let again = false;
-  let stopped = false;
+/** What the loop holds between ticks: its timer, the tick under way and whether it was stopped. */
+interface SchedulerState {
+  deps: SchedulerDeps;
+  timer: TimerHandle | null;
+  ticking: Promise<void> | null;
+  /** A wake arrived during a tick: tick once more before re-arming. */
+  again: boolean;
+  stopped: boolean;
+}
 
-  /** Creates the run's Agent session and prompts it through the session's actor. */
-  async function startRun(task: TaskRow, claimed: RunRow): Promise<RunRow> {
-    let run = claimed;
-    try {
-      // The task's model as every entry checks it: one the deployment does not allow (any more), or
-      // no live worker serves, fails the run before a session or turn exists.
-      deps.models?.choose(task.config.model);
-      const session = await sessions.createSession(
-        task.owner!,
-        {
-          projectId: task.project_id!,
-          title: `Scheduled: ${task.name}`.slice(0, 200),
-          // The task's own mode (checked to be agent under the claim's row lock), never the app default.
-          mode: "agent",
-          permissionMode: task.config.permissionMode ?? "inherit",
-          ...(task.config.model ? { model: task.config.model } : {}),
-        },
-        hostId,
-      );
-      run = await store.markStarted(run, session.id);
-      const { turnId } = await supervisor.request<{ turnId: string }>(session.id, (reply) => ({
-        type: "PROMPT",
-        params: { sessionId: session.id, text: task.config.prompt, idempotencyKey: run.id },
-        reply,
-      }));
-      run = await store.markTurn(run.id, turnId);
-      log.info("scheduler.run_started", {
-        taskId: task.id,
-        runId: run.id,
-        trigger: run.trigger,
-        sessionId: session.id,
-        turnId,
-      });
-      return run;
-    } catch (err) {
-      const code = err instanceof AppError ? err.code : "INTERNAL";
-      log.warn("scheduler.run_failed", { taskId: task.id, runId: run.id, code, ...errorFields(err) });
-      return store.failRun(run.id, code).catch(() => run);
-    }
-  }
-
-  async function tick(): Promise<void> {
-    const now = clock.now();
-    const reconciled = await store.reconcile();
-    if (reconciled > 0) log.info("scheduler.runs_ended", { count: reconciled });
-    for (const taskId of await store.dueTaskIds(now)) {
-      if (stopped) return;
-      try {
-        const outcome = await store.claimDue(taskId, now, deps.graceMs, hostId);
-        if (outcome.kind === "not_due") continue;
-        if (outcome.missed > 0) log.warn("scheduler.missed", { taskId, count: outcome.missed });
-        if (outcome.kind === "refused")
-          log.warn("scheduler.refused", { taskId, code: "PLAN_REQUIRES_INTERACTIVE_SESSION" });
-        if (outcome.kind === "claimed") await startRun(outcome.task, outcome.run);
-      } catch (err) {
-        log.error("scheduler.claim_failed", { taskId, ...errorFields(err) });
-      }
-    }
-  }
-
-  function arm(delayMs: number): void {
-    if (stopped) return;
-    if (timer) clock.clearTimeout(timer);
-    timer = clock.setTimeout(() => {
-      timer = null;
-      void wake();
-    }, delayMs);
-  }
-
-  async function rearm(): Promise<void> {
-    const earliest = await store.earliestDue().catch(() => null);
-    const now = clock.now();
-    // Still due after a tick means a claim failed: look again after a pause, never in a busy loop.
-    const delay =
-      earliest === null ? deps.pollMs : earliest <= now ? Math.min(1_000, deps.pollMs) : earliest - now;
-    arm(Math.min(delay, deps.pollMs));
-  }
-
-  /** Runs a tick now (or right after the one in progress), then re-arms the timer. */
-  function wake(): Promise<void> {
-    if (stopped) return Promise.resolve();
-    if (ticking) {
-      again = true;
-      return ticking;
-    }
-    ticking = (async () => {
-      do {
-        again = false;
-        try {
-          await tick();
-        } catch (err) {
-          log.error("scheduler.tick_failed", errorFields(err));
-        }
-      } while (again && !stopped);
-      await rearm();
-    })().finally(() => {
-      ticking = null;
+/** Creates the run's Agent session and prompts it through the session's actor. */
+async function startRun(deps: SchedulerDeps, task: TaskRow, claimed: RunRow): Promise<RunRow> {
+  const { store, sessions, supervisor, hostId, log } = deps;
+  let run = claimed;
+  try {
+    // The task's model as every entry checks it: one the deployment does not allow (any more), or
+    // no live worker serves, fails the run before a session or turn exists.
+    deps.models?.choose(task.config.model);
+    const session = await sessions.createSession(
+      task.owner!,
+      {
+        projectId: task.project_id!,
+        title: `Scheduled: ${task.name}`.slice(0, 200),
+        // The task's own mode (checked to be agent under the claim's row lock), never the app default.
+        mode: "agent",
+        permissionMode: task.config.permissionMode ?? "inherit",
+        ...(task.config.model ? { model: task.config.model } : {}),
+      },
+      hostId,
+    );
+    run = await store.markStarted(run, session.id);
+    const { turnId } = await supervisor.request<{ turnId: string }>(session.id, (reply) => ({
+      type: "PROMPT",
+      params: { sessionId: session.id, text: task.config.prompt, idempotencyKey: run.id },
+      reply,
+    }));
+    run = await store.markTurn(run.id, turnId);
+    log.info("scheduler.run_started", {
+      taskId: task.id,
+      runId: run.id,
+      trigger: run.trigger,
+      sessionId: session.id,
+      turnId,
     });
-    return ticking;
+    return run;
+  } catch (err) {
+    const code = err instanceof AppError ? err.code : "INTERNAL";
+    log.warn("scheduler.run_failed", { taskId: task.id, runId: run.id, code, ...errorFields(err) });
+    return store.failRun(run.id, code).catch(() => run);
   }
+}
 
-  return {
-    /** Start-up: fails its own and dead hosts' earlier runs that never got a turn (logged even when 0), then ticks. */
-    async start(): Promise<void> {
-      const recovered = await store.recoverAtStart(hostId);
-      log.info("scheduler.recovered", { failed: recovered, graceMs: deps.graceMs, pollMs: deps.pollMs });
-      void wake();
-    },
+async function tick(st: SchedulerState): Promise<void> {
+  const { deps } = st;
+  const { clock, store, hostId, log } = deps;
+  const now = clock.now();
+  const reconciled = await store.reconcile();
+  if (reconciled > 0) log.info("scheduler.runs_ended", { count: reconciled });
+  for (const taskId of await store.dueTaskIds(now)) {
+    if (st.stopped) return;
+    try {
+      const outcome = await store.claimDue(taskId, now, deps.graceMs, hostId);
+      if (outcome.kind === "not_due") continue;
+      if (outcome.missed > 0) log.warn("scheduler.missed", { taskId, count: outcome.missed });
+      if (outcome.kind === "refused")
+        log.warn("scheduler.refused", { taskId, code: "PLAN_REQUIRES_INTERACTIVE_SESSION" });
+      if (outcome.kind === "claimed") await startRun(deps, outcome.task, outcome.run);
+    } catch (err) {
+      log.error("scheduler.claim_failed", { taskId, ...errorFields(err) });
+    }
+  }
+}
 
-    /** A task was created or changed: look at the table now rather than at the next poll. */
-    wake: () => void wake(),
+function arm(st: SchedulerState, delayMs: number): void {
+  const { clock } = st.deps;
+  if (st.stopped) return;
+  if (st.timer) clock.clearTimeout(st.timer);
+  st.timer = clock.setTimeout(() => {
+    st.timer = null;
+    void wake(st);
+  }, delayMs);
+}
 
-    /** `scheduled.run`: refused for a Plan task before anything exists; else starts a run now. */
-    async runNow(principal: string, taskId: string): Promise<Result<ScheduledRunView>> {
-      // The model first, as session.create checks it: a refusal leaves no run and no session.
-      const owned = await store.taskOf(principal, taskId);
-      if (!owned.ok) return owned;
-      deps.models?.choose(owned.value.config.model);
-      const claimed = await store.claimManual(principal, taskId, hostId);
-      if (!claimed.ok) {
-        // A Plan task's refusal is logged; a missing or foreign task is only the caller's refusal.
-        if (claimed.refusal.code === "PLAN_REQUIRES_INTERACTIVE_SESSION")
-          log.warn("scheduler.refused", { taskId, code: claimed.refusal.code, trigger: "manual" });
-        return claimed;
+async function rearm(st: SchedulerState): Promise<void> {
+  const { deps } = st;
+  const earliest = await deps.store.earliestDue().catch(() => null);
+  const now = deps.clock.now();
+  // Still due after a tick means a claim failed: look again after a pause, never in a busy loop.
+  const delay =
+    earliest === null ? deps.pollMs : earliest <= now ? Math.min(1_000, deps.pollMs) : earliest - now;
+  arm(st, Math.min(delay, deps.pollMs));
+}
+
+/** Runs a tick now (or right after the one in progress), then re-arms the timer. */
+function wake(st: SchedulerState): Promise<void> {
+  if (st.stopped) return Promise.resolve();
+  if (st.ticking) {
+    st.again = true;
+    return st.ticking;
+  }
+  st.ticking = (async () => {
+    do {
+      st.again = false;
+      try {
+        await tick(st);
+      } catch (err) {
+        st.deps.log.error("scheduler.tick_failed", errorFields(err));
       }
-      return ok(runView(await startRun(claimed.value.task, claimed.value.run)));
-    },
+    } while (st.again && !st.stopped);
+    await rearm(st);
+  })().finally(() => {
+    st.ticking = null;
+  });
+  return st.ticking;
+}
 
-    stop(): void {
-      stopped = true;
-      if (timer) clock.clearTimeout(timer);
-      timer = null;
-    },
+/** Start-up: fails its own and dead hosts' earlier runs that never got a turn (logged even when 0), then ticks. */
+async function start(st: SchedulerState): Promise<void> {
+  const { deps } = st;
+  const recovered = await deps.store.recoverAtStart(deps.hostId);
+  deps.log.info("scheduler.recovered", { failed: recovered, graceMs: deps.graceMs, pollMs: deps.pollMs });
+  void wake(st);
+}
+
+/** `scheduled.run`: refused for a Plan task before anything exists; else starts a run now. */
+async function runNow(
+  deps: SchedulerDeps,
+  principal: string,
+  taskId: string,
+): Promise<Result<ScheduledRunView>> {
+  const { store, hostId, log } = deps;
+  // The model first, as session.create checks it: a refusal leaves no run and no session.
+  const owned = await store.taskOf(principal, taskId);
+  if (!owned.ok) return owned;
+  deps.models?.choose(owned.value.config.model);
+  const claimed = await store.claimManual(principal, taskId, hostId);
+  if (!claimed.ok) {
+    // A Plan task's refusal is logged; a missing or foreign task is only the caller's refusal.
+    if (claimed.refusal.code === "PLAN_REQUIRES_INTERACTIVE_SESSION")
+      log.warn("scheduler.refused", { taskId, code: claimed.refusal.code, trigger: "manual" });
+    return claimed;
+  }
+  return ok(runView(await startRun(deps, claimed.value.task, claimed.value.run)));
+}
+
+function stop(st: SchedulerState): void {
+  st.stopped = true;
+  if (st.timer) st.deps.clock.clearTimeout(st.timer);
+  st.timer = null;
+}
+
+export function createScheduler(deps: SchedulerDeps) {
+  const st: SchedulerState = { deps, timer: null, ticking: null, again: false, stopped: false };
+  return {
+    /** Start-up: recovers earlier runs, then ticks (see `start`). */
+    start: (): Promise<void> => start(st),
+    /** A task was created or changed: look at the table now rather than at the next poll. */
+    wake: () => void wake(st),
+    /** `scheduled.run` (see `runNow`). */
+    runNow: (principal: string, taskId: string): Promise<Result<ScheduledRunView>> =>
+      runNow(deps, principal, taskId),
+    stop: (): void => stop(st),
   };
 }
 

@@ -24,7 +24,8 @@ export interface Lease extends Offer {
   workerId: string;
 }
 
-export function createTurnDispatcher(deps: {
+/** What the dispatcher needs: the connection offers go out on, the host clock and the lease bounds. */
+export interface TurnDispatcherDeps {
   nc: NatsConnection;
   prefix: string;
   /** This host: its offers name it, and the worker sends the claim and every call there. */
@@ -35,18 +36,32 @@ export function createTurnDispatcher(deps: {
   log: Logger;
   /** Also announced as the `leaseLost` notice (the supervisor subscribes with `on`). */
   onLeaseLost?: (lease: Lease) => void;
-}) {
-  const { nc, prefix, log } = deps;
-  const notices = createNotices<{ leaseLost: Lease }>((name, err) =>
-    log.error("turn.notice_failed", { notice: String(name), ...errorFields(err) }),
-  );
-  if (deps.onLeaseLost) notices.on("leaseLost", deps.onLeaseLost);
-  const turns = new Map<string, Actor<typeof turnMachine>>();
+}
+
+type DispatcherNotices = ReturnType<typeof createNotices<{ leaseLost: Lease }>>;
+type SessionModel = { provider: string; model: string };
+
+/** What the dispatcher holds: one turn actor per offered or leased turn, and what its offers name. */
+interface DispatcherState {
+  deps: TurnDispatcherDeps;
+  notices: DispatcherNotices;
+  turns: Map<string, Actor<typeof turnMachine>>;
   /** Each loaded session's model, named in its offers so only a worker serving it claims. */
-  const models = new Map<string, { provider: string; model: string }>();
+  models: Map<string, SessionModel>;
   /** Each turn's request id (the prompt's, when a request offered it), sent with its offers. */
-  const requestIds = new Map<string, string>();
-  const machine = turnMachine.provide({
+  requestIds: Map<string, string>;
+  machine: ReturnType<typeof provideTurnMachine>;
+}
+
+/** The turn machine with its actions: offers and cancels on the bus, a lost lease as a notice. */
+function provideTurnMachine(
+  deps: TurnDispatcherDeps,
+  notices: DispatcherNotices,
+  models: Map<string, SessionModel>,
+  requestIds: Map<string, string>,
+) {
+  const { nc, prefix, log } = deps;
+  return turnMachine.provide({
     actions: {
       publishOffer: ({ context: c }) => {
         const model = models.get(c.sessionId);
@@ -89,94 +104,126 @@ export function createTurnDispatcher(deps: {
     },
     delays: { offerInterval: deps.offerIntervalMs, lease: deps.leaseMs },
   });
+}
 
-  const live = (turnId: string) => {
-    const a = turns.get(turnId);
-    return a && a.getSnapshot().status === "active" ? a : undefined;
-  };
+function live(st: DispatcherState, turnId: string) {
+  const a = st.turns.get(turnId);
+  return a && a.getSnapshot().status === "active" ? a : undefined;
+}
 
-  function spawn(o: Offer): void {
-    turns.get(o.turnId)?.stop();
-    const requestId = currentRequestId();
-    if (requestId !== undefined) requestIds.set(o.turnId, requestId);
-    else requestIds.delete(o.turnId);
-    const actor = createActor(machine, { input: o, clock: deps.clock });
-    actor.subscribe({
-      complete: () => {
-        if (turns.get(o.turnId) !== actor) return;
-        turns.delete(o.turnId);
-        requestIds.delete(o.turnId);
-      },
-      error: (err) => log.error("turn.actor_failed", { turnId: o.turnId, ...errorFields(err) }),
-    });
-    turns.set(o.turnId, actor);
-    actor.start();
+function spawn(st: DispatcherState, o: Offer): void {
+  const { turns, requestIds } = st;
+  turns.get(o.turnId)?.stop();
+  const requestId = currentRequestId();
+  if (requestId !== undefined) requestIds.set(o.turnId, requestId);
+  else requestIds.delete(o.turnId);
+  const actor = createActor(st.machine, { input: o, clock: st.deps.clock });
+  actor.subscribe({
+    complete: () => {
+      if (turns.get(o.turnId) !== actor) return;
+      turns.delete(o.turnId);
+      requestIds.delete(o.turnId);
+    },
+    error: (err) => st.deps.log.error("turn.actor_failed", { turnId: o.turnId, ...errorFields(err) }),
+  });
+  turns.set(o.turnId, actor);
+  actor.start();
+}
+
+function offer(st: DispatcherState, o: Offer): void {
+  const a = live(st, o.turnId);
+  if (!a) {
+    spawn(st, o);
+    return;
   }
+  a.send(a.getSnapshot().matches("claiming") ? { type: "RESTORE" } : { type: "REOFFER" });
+}
 
+/** Takes a waiting offer for a claim; a second claim of the same turn gets null. */
+function take(st: DispatcherState, turnId: string): Offer | null {
+  const a = live(st, turnId);
+  if (!a?.getSnapshot().matches("offered")) return null;
+  a.send({ type: "TAKE" });
+  const { sessionId, kind } = a.getSnapshot().context;
+  return { turnId, sessionId, kind };
+}
+
+function grant(st: DispatcherState, o: Offer, workerId: string): Lease {
+  const token = `tok_${randomBytes(24).toString("base64url")}`;
+  const a = live(st, o.turnId);
+  if (a) a.send({ type: "GRANT", workerId, token });
+  else {
+    // The turn was offered by an earlier actor of this session: lease it directly.
+    spawn(st, o);
+    st.turns.get(o.turnId)!.send({ type: "TAKE" });
+    st.turns.get(o.turnId)!.send({ type: "GRANT", workerId, token });
+  }
+  return { ...o, workerId, token };
+}
+
+/** The live lease whose token matches, or null (missing, revoked or foreign token). */
+function check(st: DispatcherState, turnId: unknown, token: unknown): Lease | null {
+  if (typeof turnId !== "string" || typeof token !== "string") return null;
+  const snap = live(st, turnId)?.getSnapshot();
+  if (!snap?.matches("leased") || !snap.context.token) return null;
+  const a = Buffer.from(snap.context.token);
+  const b = Buffer.from(token);
+  if (a.length !== b.length || !timingSafeEqual(a, b)) return null;
+  const c = snap.context;
+  return { turnId, sessionId: c.sessionId, kind: c.kind, token, workerId: c.workerId ?? "" };
+}
+
+function createDispatcherState(deps: TurnDispatcherDeps): DispatcherState {
+  const notices = createNotices<{ leaseLost: Lease }>((name, err) =>
+    deps.log.error("turn.notice_failed", { notice: String(name), ...errorFields(err) }),
+  );
+  if (deps.onLeaseLost) notices.on("leaseLost", deps.onLeaseLost);
+  const models = new Map<string, SessionModel>();
+  const requestIds = new Map<string, string>();
+  return {
+    deps,
+    notices,
+    turns: new Map(),
+    models,
+    requestIds,
+    machine: provideTurnMachine(deps, notices, models, requestIds),
+  };
+}
+
+export function createTurnDispatcher(deps: TurnDispatcherDeps) {
+  const st = createDispatcherState(deps);
+  const { turns, models, requestIds } = st;
   return {
     /** The host whose subjects a claim and every call of its turns go to (the offer names it). */
     hostId: deps.hostId,
     /** Subscribes to the dispatcher's notices: `leaseLost` when a leased worker stopped heartbeating. */
-    on: notices.on,
-    offer(o: Offer): void {
-      const a = live(o.turnId);
-      if (!a) {
-        spawn(o);
-        return;
-      }
-      a.send(a.getSnapshot().matches("claiming") ? { type: "RESTORE" } : { type: "REOFFER" });
-    },
+    on: st.notices.on,
+    offer: (o: Offer): void => offer(st, o),
     /** Re-publishes every waiting offer (a worker said hello). */
     reoffer(): void {
       for (const a of turns.values()) if (a.getSnapshot().matches("offered")) a.send({ type: "REOFFER" });
     },
     /** Takes a waiting offer for a claim; a second claim of the same turn gets null. */
-    take(turnId: string): Offer | null {
-      const a = live(turnId);
-      if (!a?.getSnapshot().matches("offered")) return null;
-      a.send({ type: "TAKE" });
-      const { sessionId, kind } = a.getSnapshot().context;
-      return { turnId, sessionId, kind };
-    },
+    take: (turnId: string): Offer | null => take(st, turnId),
     restore(o: Offer): void {
-      live(o.turnId)?.send({ type: "RESTORE" });
+      live(st, o.turnId)?.send({ type: "RESTORE" });
     },
-    grant(o: Offer, workerId: string): Lease {
-      const token = `tok_${randomBytes(24).toString("base64url")}`;
-      const a = live(o.turnId);
-      if (a) a.send({ type: "GRANT", workerId, token });
-      else {
-        // The turn was offered by an earlier actor of this session: lease it directly.
-        spawn(o);
-        turns.get(o.turnId)!.send({ type: "TAKE" });
-        turns.get(o.turnId)!.send({ type: "GRANT", workerId, token });
-      }
-      return { ...o, workerId, token };
-    },
+    grant: (o: Offer, workerId: string): Lease => grant(st, o, workerId),
     /** The live lease whose token matches, or null (missing, revoked or foreign token). */
-    check(turnId: unknown, token: unknown): Lease | null {
-      if (typeof turnId !== "string" || typeof token !== "string") return null;
-      const snap = live(turnId)?.getSnapshot();
-      if (!snap?.matches("leased") || !snap.context.token) return null;
-      const a = Buffer.from(snap.context.token);
-      const b = Buffer.from(token);
-      if (a.length !== b.length || !timingSafeEqual(a, b)) return null;
-      const c = snap.context;
-      return { turnId, sessionId: c.sessionId, kind: c.kind, token, workerId: c.workerId ?? "" };
-    },
+    check: (turnId: unknown, token: unknown): Lease | null => check(st, turnId, token),
     beat(lease: Lease): void {
-      live(lease.turnId)?.send({ type: "BEAT" });
+      live(st, lease.turnId)?.send({ type: "BEAT" });
     },
     /** Ends a turn's token and any waiting offer; tells a leased worker to stop. */
     revoke(turnId: string | null): void {
-      if (turnId) live(turnId)?.send({ type: "REVOKE" });
+      if (turnId) live(st, turnId)?.send({ type: "REVOKE" });
     },
     /** Revokes the token without a cancel notice: the run parked normally (ExitPlanMode). */
     park(turnId: string | null): void {
-      if (turnId) live(turnId)?.send({ type: "PARK" });
+      if (turnId) live(st, turnId)?.send({ type: "PARK" });
     },
     /** The session's model as its rows say now (loaded, configured); its offers name it. */
-    noteModel(sessionId: string, model: { provider: string; model: string } | null): void {
+    noteModel(sessionId: string, model: SessionModel | null): void {
       if (model) models.set(sessionId, model);
       else models.delete(sessionId);
     },
@@ -191,11 +238,11 @@ export function createTurnDispatcher(deps: {
     },
     /** Whether a worker holds the turn's lease now. */
     isLeased(turnId: string): boolean {
-      return live(turnId)?.getSnapshot().matches("leased") === true;
+      return live(st, turnId)?.getSnapshot().matches("leased") === true;
     },
     /** Whether the turn is still offered, being claimed or leased here. */
     has(turnId: string): boolean {
-      return live(turnId) !== undefined;
+      return live(st, turnId) !== undefined;
     },
     size: () => turns.size,
   };
