@@ -253,10 +253,12 @@ describe("20 concurrent resolves against the plan store (no actor in between)", 
       mkdirSync(ws);
       const project = unwrap(await projects.create("alice", `p${round}`, ws));
       await projects.members.add("alice", project.id, "bob");
-      const session = await sessions.createSession(
-        "alice",
-        { projectId: project.id, mode: "plan", approvers: ["bob"] },
-        "host-store",
+      const session = unwrap(
+        await sessions.createSession(
+          "alice",
+          { projectId: project.id, mode: "plan", approvers: ["bob"] },
+          "host-store",
+        ),
       );
       const turnId = await withTransaction(db, (tx) =>
         sessions.insertTurn(tx, { sessionId: session.id, kind: "prompt", text: "plan" }),

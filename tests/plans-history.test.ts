@@ -347,10 +347,8 @@ describe("plans.history against the plan store alone", () => {
     const ws = path.join(dir, "ws");
     mkdirSync(ws);
     const project = unwrap(await projects.create("alice", "history", ws));
-    const session = await sessions.createSession(
-      "alice",
-      { projectId: project.id, mode: "plan" },
-      "host-store",
+    const session = unwrap(
+      await sessions.createSession("alice", { projectId: project.id, mode: "plan" }, "host-store"),
     );
     const turnId = await withTransaction(db, (tx) =>
       sessions.insertTurn(tx, { sessionId: session.id, kind: "prompt", text: "plan" }),

@@ -1,7 +1,7 @@
 // Client methods (`<prefix>.rpc.<principal>.<method>`, docs/protocol.md): decode, check the principal
 // against the session, then read rows or hand the request to the session's actor.
 import { AppError } from "../../protocol/app-error.ts";
-import { ok, refuse } from "../../protocol/result.ts";
+import { ok, type Result, refuse } from "../../protocol/result.ts";
 import { pageOfList } from "../store/bounded-page.ts";
 import type { ModelConfig, SessionView } from "../../protocol/schemas.ts";
 import type { ResultOf } from "../../protocol/methods.ts";
@@ -91,8 +91,8 @@ type Step<M extends ClientMethod> = (
 ) => ReturnType<ClientHandler<M>>;
 
 /** The model a session asks for, checked as at every entry (model-choice.ts). */
-function chooseModel(deps: ClientApiDeps, model: ModelConfig | undefined): ModelConfig | undefined {
-  return deps.models ? deps.models.choose(model) : model;
+function chooseModel(deps: ClientApiDeps, model: ModelConfig | undefined): Result<ModelConfig | undefined> {
+  return deps.models ? deps.models.choose(model) : ok(model);
 }
 
 /** The rows' view with the live actor's state value ("passivated" without one). */
@@ -187,12 +187,16 @@ const workersList: Step<"workers.list"> = async (deps, _principal, p) => {
 };
 
 const sessionCreate: Step<"session.create"> = async (deps, principal, p) => {
-  const model = chooseModel(deps, p.model);
-  const view = await deps.sessions.createSession(
+  const chosen = chooseModel(deps, p.model);
+  if (!chosen.ok) return chosen;
+  const model = chosen.value;
+  const created = await deps.sessions.createSession(
     principal,
     { ...p, ...(model ? { model } : {}) },
     deps.hostId,
   );
+  if (!created.ok) return created;
+  const view = created.value;
   // Each approver learns who named them (an event on the session; the audit row is written with it).
   if (view.approvers.length > 0)
     deps.supervisor.announce(
@@ -217,7 +221,10 @@ const sessionList: Step<"session.list"> = async (deps, principal, p) => {
 
 const sessionConfigure: Step<"session.configure"> = async (deps, _principal, p, ctx) => {
   const row = gated(ctx);
-  if (p.model) chooseModel(deps, p.model);
+  if (p.model) {
+    const chosen = chooseModel(deps, p.model);
+    if (!chosen.ok) return chosen;
+  }
   // Only members may be named approver (a later removal ends their rights: project-members.ts).
   const approvers = await approversAreMembers(deps.db, row.project_id, p.approvers);
   if (!approvers.ok) return approvers;

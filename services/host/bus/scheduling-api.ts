@@ -27,7 +27,8 @@ export function createSchedulingApi(
     "settings.set": async (principal, p) => ok(await settings.set(principal, p)),
 
     "scheduled.create": async (principal, p) => {
-      deps.models?.choose(p.model);
+      const model = deps.models?.choose(p.model);
+      if (model && !model.ok) return model;
       const task = await store.createTask(principal, p);
       if (task.ok) scheduler.wake();
       return task;
@@ -40,7 +41,8 @@ export function createSchedulingApi(
 
     // The task's owner is checked by the store under the task's row (gates.ts).
     "scheduled.update": async (principal, p) => {
-      if (p.model !== undefined) deps.models?.choose(p.model);
+      const model = p.model !== undefined ? deps.models?.choose(p.model) : undefined;
+      if (model && !model.ok) return model;
       const task = await store.updateTask(principal, p);
       if (task.ok) scheduler.wake();
       return task;

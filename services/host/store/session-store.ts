@@ -2,7 +2,7 @@
 // the host clock's time as a parameter; every authoritative change is one transaction.
 import { AppError } from "../../protocol/app-error.ts";
 import { type BoundedPage, boundPage } from "./bounded-page.ts";
-import { ok, type Result, refuse, unwrap } from "../../protocol/result.ts";
+import { ok, type Result, refuse } from "../../protocol/result.ts";
 import type {
   ModelConfig,
   OperatingMode,
@@ -15,7 +15,7 @@ import { appendAudit } from "./audit-log.ts";
 import type { Clock } from "../clock.ts";
 import { jsonBytes, splitWithinBytes } from "../../protocol/byte-bounds.ts";
 import type { ContextPage } from "../../protocol/agent-schemas.ts";
-import { type Db, type Tx, withTransaction } from "./db.ts";
+import { type Db, type Tx, withRefusableTransaction } from "./db.ts";
 import { newId } from "../ids.ts";
 import { timePosition, timeWindow } from "./keyset-sql.ts";
 import { type PlanningFacts, planningStates, usageOf } from "./session-usage.ts";
@@ -131,18 +131,19 @@ async function createSession(
   principal: string,
   p: CreateSessionParams,
   hostId: string,
-): Promise<StoredSessionView> {
+): Promise<Result<StoredSessionView>> {
   const id = newId("ses");
   const at = clock.date();
   const model: ModelConfig = p.model ?? { provider: "scripted", model: "demo" };
-  return withTransaction(db, async (tx) => {
+  return withRefusableTransaction(db, async (tx) => {
     // Only members create sessions, and only members may be named approver.
     // The share lock waits out a members change in flight; the checks below then see its result.
     const prj = await tx.query("SELECT id FROM projects WHERE id = $1 FOR SHARE", [p.projectId]);
-    if (prj.rowCount === 0) throw new AppError("PROJECT_NOT_FOUND");
+    if (prj.rowCount === 0) return refuse("PROJECT_NOT_FOUND");
     if (!(await isMember(tx, p.projectId, principal)))
-      throw new AppError("FORBIDDEN", "only members of the project may create sessions on it");
-    unwrap(await approversAreMembers(tx, p.projectId, p.approvers));
+      return refuse("FORBIDDEN", "only members of the project may create sessions on it");
+    const approvers = await approversAreMembers(tx, p.projectId, p.approvers);
+    if (!approvers.ok) return approvers;
     const defaults = await tx.query("SELECT value FROM app_settings WHERE key = 'defaults'");
     const appMode = defaults.rows[0]?.value?.mode;
     const mode: OperatingMode = p.mode ?? (appMode === "plan" ? "plan" : "agent");
@@ -170,11 +171,13 @@ async function createSession(
     );
     await appendAudit(tx, { at, principal, sessionId: id, action: "session.create", details: { mode } });
     await auditApproversAdded(tx, { at, principal, sessionId: id, approvers: p.approvers ?? [] });
-    return sessionView(await getRow(tx, id), {
-      state: mode === "plan" ? "planning" : "inactive",
-      activeTurnId: null,
-      usage: { ...usageOf(null), lastTurn: null },
-    });
+    return ok(
+      sessionView(await getRow(tx, id), {
+        state: mode === "plan" ? "planning" : "inactive",
+        activeTurnId: null,
+        usage: { ...usageOf(null), lastTurn: null },
+      }),
+    );
   });
 }
 

@@ -3,7 +3,7 @@
 // prompted through its actor. An unattended run's permission prompt is a denial (PERMISSION_REQUIRED).
 import { AppError } from "../../../protocol/app-error.ts";
 import { errorFields, type Logger } from "../../../runtime/log.ts";
-import { ok, type Result } from "../../../protocol/result.ts";
+import { ok, type Refusal, type Result } from "../../../protocol/result.ts";
 import type { ScheduledRunView } from "../../../protocol/scheduling-schemas.ts";
 import type { Clock, TimerHandle } from "../../clock.ts";
 import { type RunRow, runView, type ScheduleStore, type TaskRow } from "../../store/schedule-store.ts";
@@ -43,8 +43,9 @@ async function startRun(deps: SchedulerDeps, task: TaskRow, claimed: RunRow): Pr
   try {
     // The task's model as every entry checks it: one the deployment does not allow (any more), or
     // no live worker serves, fails the run before a session or turn exists.
-    deps.models?.choose(task.config.model);
-    const session = await sessions.createSession(
+    const model = deps.models?.choose(task.config.model);
+    if (model && !model.ok) return failRun(deps, task, run, model.refusal);
+    const created = await sessions.createSession(
       task.owner!,
       {
         projectId: task.project_id!,
@@ -56,6 +57,8 @@ async function startRun(deps: SchedulerDeps, task: TaskRow, claimed: RunRow): Pr
       },
       hostId,
     );
+    if (!created.ok) return failRun(deps, task, run, created.refusal);
+    const session = created.value;
     run = await store.markStarted(run, session.id);
     const { turnId } = await supervisor.request<{ turnId: string }>(session.id, (reply) => ({
       type: "PROMPT",
@@ -76,6 +79,17 @@ async function startRun(deps: SchedulerDeps, task: TaskRow, claimed: RunRow): Pr
     log.warn("scheduler.run_failed", { taskId: task.id, runId: run.id, code, ...errorFields(err) });
     return store.failRun(run.id, code).catch(() => run);
   }
+}
+
+/** A run refused before its turn started (its model, its project): failed with the refusal's code. */
+async function failRun(deps: SchedulerDeps, task: TaskRow, run: RunRow, refusal: Refusal): Promise<RunRow> {
+  deps.log.warn("scheduler.run_failed", {
+    taskId: task.id,
+    runId: run.id,
+    code: refusal.code,
+    ...(refusal.message ? { message: refusal.message } : {}),
+  });
+  return deps.store.failRun(run.id, refusal.code).catch(() => run);
 }
 
 async function tick(st: SchedulerState): Promise<void> {
@@ -160,7 +174,8 @@ async function runNow(
   // The model first, as session.create checks it: a refusal leaves no run and no session.
   const owned = await store.taskOf(principal, taskId);
   if (!owned.ok) return owned;
-  deps.models?.choose(owned.value.config.model);
+  const model = deps.models?.choose(owned.value.config.model);
+  if (model && !model.ok) return model;
   const claimed = await store.claimManual(principal, taskId, hostId);
   if (!claimed.ok) {
     // A Plan task's refusal is logged; a missing or foreign task is only the caller's refusal.

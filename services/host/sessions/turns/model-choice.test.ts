@@ -1,14 +1,16 @@
 import { describe, expect, it } from "vitest";
-import { AppError } from "../../../protocol/app-error.ts";
+import type { Result } from "../../../protocol/result.ts";
 import { createModelChoice, parseDefaultModel } from "./model-choice.ts";
 
-const code = (fn: () => unknown) => {
-  try {
-    fn();
-    return "ok";
-  } catch (err) {
-    return err instanceof AppError ? err.code : String(err);
-  }
+const code = (fn: () => Result<unknown>) => {
+  const r = fn();
+  return r.ok ? "ok" : r.refusal.code;
+};
+
+/** The chosen model's value, or the refusal's code. */
+const chosen = (c: { choose: (m: never) => Result<unknown> }, m: unknown) => {
+  const r = c.choose(m as never);
+  return r.ok ? r.value : r.refusal.code;
 };
 
 describe("the model a session runs", () => {
@@ -17,7 +19,7 @@ describe("the model a session runs", () => {
     expect(c.defaultModel).toBeNull();
     expect(code(() => c.choose(undefined))).toBe("MODEL_NOT_CONFIGURED");
     expect(code(() => c.choose({ provider: "scripted", model: "demo" }))).toBe("MODEL_NOT_CONFIGURED");
-    expect(c.choose({ provider: "anthropic", model: "claude-x" })).toEqual({
+    expect(chosen(c, { provider: "anthropic", model: "claude-x" })).toEqual({
       provider: "anthropic",
       model: "claude-x",
     });
@@ -25,7 +27,7 @@ describe("the model a session runs", () => {
 
   it("development mode defaults to the scripted demo (announced by the host), and allows it", () => {
     const c = createModelChoice({ devMode: true, defaultModel: null, providers: null });
-    expect(c.choose(undefined)).toEqual({ provider: "scripted", model: "demo" });
+    expect(chosen(c, undefined)).toEqual({ provider: "scripted", model: "demo" });
   });
 
   it("PI_DEFAULT_MODEL and PI_MODEL_PROVIDERS decide", () => {
@@ -34,8 +36,8 @@ describe("the model a session runs", () => {
       defaultModel: parseDefaultModel("local-openai/qwen2.5-coder:7b"),
       providers: ["local-openai", "scripted"],
     });
-    expect(c.choose(undefined)).toEqual({ provider: "local-openai", model: "qwen2.5-coder:7b" });
-    expect(c.choose({ provider: "scripted", model: "t", script: [] })).toMatchObject({
+    expect(chosen(c, undefined)).toEqual({ provider: "local-openai", model: "qwen2.5-coder:7b" });
+    expect(chosen(c, { provider: "scripted", model: "t", script: [] })).toMatchObject({
       provider: "scripted",
     });
     expect(code(() => c.choose({ provider: "openai", model: "gpt" }))).toBe("MODEL_NOT_CONFIGURED");

@@ -5,7 +5,7 @@
 // deployment does not allow (PI_MODEL_PROVIDERS; the scripted test provider only in development mode
 // or when listed) is MODEL_NOT_CONFIGURED, and so is, once workers have been heard from, a model no
 // live worker serves with its key (its turns would wait forever).
-import { AppError } from "../../../protocol/app-error.ts";
+import { ok, refuse, type Result } from "../../../protocol/result.ts";
 import type { ModelConfig } from "../../../protocol/schemas.ts";
 
 export const SCRIPTED_PROVIDER = "scripted";
@@ -40,31 +40,31 @@ export function createModelChoice(config: ModelChoiceConfig) {
     /** Whether sessions may use `provider` here. */
     allows: allowed,
     /** The model an entry asks for (none: the default), checked; a refusal changes nothing. */
-    choose(model: ModelConfig | undefined): ModelConfig {
+    choose(model: ModelConfig | undefined): Result<ModelConfig> {
       const chosen = model ?? defaultModel;
       if (!chosen)
-        throw new AppError(
+        return refuse(
           "MODEL_NOT_CONFIGURED",
           "no model was named and this deployment has no default (PI_DEFAULT_MODEL): name {provider, model}",
         );
       if (!allowed(chosen.provider))
-        throw new AppError(
+        return refuse(
           "MODEL_NOT_CONFIGURED",
           chosen.provider === SCRIPTED_PROVIDER && !config.providers
             ? "the scripted provider is for development mode (or list it in PI_MODEL_PROVIDERS)"
             : `provider ${chosen.provider} is not one this deployment allows (PI_MODEL_PROVIDERS)`,
-          { details: { provider: chosen.provider } },
+          { provider: chosen.provider },
         );
       if (
         chosen.provider !== SCRIPTED_PROVIDER &&
         config.workers?.serves(chosen.provider, chosen.model) === false
       )
-        throw new AppError(
+        return refuse(
           "MODEL_NOT_CONFIGURED",
           `no live worker serves ${chosen.provider}/${chosen.model} with a key (models.list shows what they serve)`,
-          { details: { provider: chosen.provider, model: chosen.model } },
+          { provider: chosen.provider, model: chosen.model },
         );
-      return chosen;
+      return ok(chosen);
     },
   };
 }
