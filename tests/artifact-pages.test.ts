@@ -7,7 +7,7 @@ import { readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { beforeAll, describe, expect, it } from "vitest";
 import { createClientApi } from "../services/host/bus/client-api.ts";
-import { unwrap } from "../services/protocol/result.ts";
+import { ok, unwrap } from "../services/protocol/result.ts";
 import { pihost as runPihost } from "./support/cli.ts";
 import { decodeJson, encodeJson } from "../services/protocol/envelope.ts";
 import type { ArtifactContent, ProposalView, ToolExecuteResult } from "../services/protocol/schemas.ts";
@@ -132,7 +132,9 @@ describe("artifacts.read in pages", () => {
         db: null as never,
         sessions: null as never,
         supervisor: null as never,
-        plans: { get: async () => ({ ...proposal, workspaceRoot, owner: "alice", approvers: [] }) } as never,
+        plans: {
+          get: async () => ok({ ...proposal, workspaceRoot, owner: "alice", approvers: [] }),
+        } as never,
         hostId: "h",
         devMode: true,
         ...(maxPageBytes === undefined ? {} : { maxPageBytes }),

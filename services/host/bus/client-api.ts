@@ -270,7 +270,9 @@ const plansHistory: Step<"plans.history"> = async (deps, _principal, p) =>
   ok(await deps.plans.history(p.sessionId, p));
 
 const plansGet: Step<"plans.get"> = async (deps, principal, p) => {
-  const { view, audience } = splitProposal(await deps.plans.get(p.proposalId));
+  const row = await deps.plans.get(p.proposalId);
+  if (!row.ok) return row;
+  const { view, audience } = splitProposal(row.value);
   if (!canAccess(audience, principal)) return refuse("FORBIDDEN");
   return ok(view);
 };
@@ -278,7 +280,12 @@ const plansGet: Step<"plans.get"> = async (deps, principal, p) => {
 const plansResolve: Step<"plans.resolve"> = async (deps, principal, p, ctx) => {
   // Routed by the row's own session (found by the bus's routing read, else read here): a forged
   // sessionId in the request is refused as stale there.
-  const sessionId = ctx.sessionId ?? (await deps.plans.get(p.proposalId)).sessionId;
+  let sessionId = ctx.sessionId;
+  if (sessionId === undefined) {
+    const row = await deps.plans.get(p.proposalId);
+    if (!row.ok) return row;
+    sessionId = row.value.sessionId;
+  }
   return ok(
     await deps.supervisor.request<ResultOf<"plans.resolve">>(sessionId, (reply) => ({
       type: "RESOLVE",
@@ -290,7 +297,9 @@ const plansResolve: Step<"plans.resolve"> = async (deps, principal, p, ctx) => {
 };
 
 const artifactsRead: Step<"artifacts.read"> = async (deps, principal, p) => {
-  const row = await deps.plans.get(p.proposalId);
+  const found = await deps.plans.get(p.proposalId);
+  if (!found.ok) return found;
+  const row = found.value;
   if (!canAccess({ owner: row.owner, approvers: row.approvers }, principal)) return refuse("FORBIDDEN");
   // Read through the plan folder's handles: a symlinked or non-regular file or folder is
   // PLAN_ARTIFACT_PATH_UNSAFE, a missing one FILE_NOT_FOUND, anything else the host cannot read

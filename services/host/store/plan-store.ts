@@ -1,7 +1,7 @@
 // plan_approvals rows (docs/architecture.md "Plans"), one file per operation: submission
 // (plan-submit.ts), resolution (plan-resolve.ts), the execution claim (plan-execution.ts); reads,
 // abort and expiry here. The database guards hold by themselves.
-import { AppError } from "../../protocol/app-error.ts";
+import { ok, refuse, type Result } from "../../protocol/result.ts";
 import { boundPage } from "./bounded-page.ts";
 import {
   PLANS_HISTORY_MAX_BYTES,
@@ -49,20 +49,20 @@ async function expireIfStillPending(
 async function getProposal(
   db: Db,
   proposalId: string,
-): Promise<ProposalView & { workspaceRoot: string; owner: string; approvers: string[] }> {
+): Promise<Result<ProposalView & { workspaceRoot: string; owner: string; approvers: string[] }>> {
   const r = await db.query(
     `SELECT a.*, p.workspace_root, s.owner, ${memberApproversSql("s")} AS approvers FROM plan_approvals a
      JOIN sessions s ON s.id = a.session_id JOIN projects p ON p.id = s.project_id WHERE a.id = $1`,
     [proposalId],
   );
-  if (r.rowCount === 0) throw new AppError("PLAN_NOT_FOUND");
+  if (r.rowCount === 0) return refuse("PLAN_NOT_FOUND");
   const row = r.rows[0];
-  return {
+  return ok({
     ...proposalView(row),
     workspaceRoot: row.workspace_root,
     owner: row.owner,
     approvers: row.approvers,
-  };
+  });
 }
 
 /** Many proposals at once (what a fence interrupted), with their session's mode: one read. */
