@@ -12,6 +12,7 @@ import { createDb, type Db } from "../services/host/store/db.ts";
 import { createEventStore } from "../services/host/store/event-store.ts";
 import { migrateUp } from "../services/host/store/migrate.ts";
 import { runStartupFence } from "../services/host/store/startup-fence.ts";
+import { unwrap } from "../services/protocol/result.ts";
 import { createTestDatabase } from "../tests/support/test-db.ts";
 
 const N = Number(process.env.BENCH_N || 4000);
@@ -74,7 +75,9 @@ async function sampled<T>(
 
 async function writer(url: string, hostId: string, max: number): Promise<Db> {
   const fenceDb = createDb(url, { max: 1 });
-  const { incarnation } = await runStartupFence({ db: fenceDb, clock: createClock(), hostId, log: silent });
+  const { incarnation } = unwrap(
+    await runStartupFence({ db: fenceDb, clock: createClock(), hostId, log: silent }),
+  );
   await fenceDb.end();
   return createDb(url, { max, writer: { hostId, incarnation, onFenced() {} } });
 }

@@ -17,6 +17,7 @@ import { migrateUp } from "../services/host/store/migrate.ts";
 import { createPlanStore } from "../services/host/store/plan-store.ts";
 import { createSessionStore } from "../services/host/store/session-store.ts";
 import { runStartupFence } from "../services/host/store/startup-fence.ts";
+import { unwrap } from "../services/protocol/result.ts";
 import type { Logger } from "../services/runtime/log.ts";
 import { connectNats } from "../tests/support/test-nats.ts";
 import { createTestDatabase, type TestDatabase } from "../tests/support/test-db.ts";
@@ -118,7 +119,7 @@ function fencer(db: TestDatabase["pool"], nc: NatsConnection) {
   });
   return async () => {
     const t = performance.now();
-    const r = await runStartupFence({ db, clock, hostId: HOST, log: silent });
+    const r = unwrap(await runStartupFence({ db, clock, hostId: HOST, log: silent }));
     const fenced = performance.now() - t;
     await announceEndedWork({ plans, events, log: silent }, r);
     await nc.flush();

@@ -8,6 +8,7 @@ import { createClock } from "../services/host/clock.ts";
 import { createDb, type Db } from "../services/host/store/db.ts";
 import { createScheduleStore } from "../services/host/store/schedule-store.ts";
 import { runStartupFence } from "../services/host/store/startup-fence.ts";
+import { unwrap } from "../services/protocol/result.ts";
 import type { ScheduledTaskView } from "../services/protocol/scheduling-schemas.ts";
 import { HOUR, MODEL, schedulingHelpers } from "./support/scheduling.ts";
 import { eventually } from "./support/stack.ts";
@@ -221,7 +222,9 @@ describe("scheduled tasks", () => {
     const clock = createClock();
     const silent = { info() {}, warn() {}, error() {} };
     const writer = async (hostId: string): Promise<Db> => {
-      const { incarnation } = await runStartupFence({ db: stack.db.pool, clock, hostId, log: silent });
+      const { incarnation } = unwrap(
+        await runStartupFence({ db: stack.db.pool, clock, hostId, log: silent }),
+      );
       return createDb(stack.db.url, { max: 2, writer: { hostId, incarnation, onFenced() {} } });
     };
     const [a, b] = [await writer("sched-a"), await writer("sched-b")];

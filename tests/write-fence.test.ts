@@ -10,6 +10,7 @@ import { createClock } from "../services/host/clock.ts";
 import { createDb, isWriteFenced, WRITE_FENCED_SQLSTATE } from "../services/host/store/db.ts";
 import { migrateUp } from "../services/host/store/migrate.ts";
 import { runStartupFence } from "../services/host/store/startup-fence.ts";
+import { unwrap } from "../services/protocol/result.ts";
 import type { ProjectView } from "../services/protocol/project-schemas.ts";
 import { startHost } from "./support/processes.ts";
 import { useStack } from "./support/stack-fixture.ts";
@@ -44,9 +45,11 @@ describe("write fence in Postgres", () => {
     (await tdb.pool.query("SELECT key FROM app_settings ORDER BY key")).rows.map((r) => r.key);
 
   it("refuses a stale incarnation on every guarded table, lets the current one and plain connections write", async () => {
-    const fence = await runStartupFence({ db: tdb.pool, clock: createClock(), hostId: "hx", log: silent });
+    const fence = unwrap(
+      await runStartupFence({ db: tdb.pool, clock: createClock(), hostId: "hx", log: silent }),
+    );
     expect(fence.incarnation).toBe(1);
-    await runStartupFence({ db: tdb.pool, clock: createClock(), hostId: "hx", log: silent });
+    unwrap(await runStartupFence({ db: tdb.pool, clock: createClock(), hostId: "hx", log: silent }));
     const stale = await writer("hx", 1);
     const current = await writer("hx", 2);
     const unknown = await writer("nobody", 1);
@@ -110,12 +113,14 @@ describe("write fence in Postgres", () => {
   });
 
   it("the startup fence waits for a write in flight; afterwards that incarnation's writes are refused", async () => {
-    const { incarnation } = await runStartupFence({
-      db: tdb.pool,
-      clock: createClock(),
-      hostId: "hy",
-      log: silent,
-    });
+    const { incarnation } = unwrap(
+      await runStartupFence({
+        db: tdb.pool,
+        clock: createClock(),
+        hostId: "hy",
+        log: silent,
+      }),
+    );
     const old = await writer("hy", incarnation);
     try {
       await old.query("BEGIN");
@@ -130,7 +135,7 @@ describe("write fence in Postgres", () => {
       await new Promise((r) => setTimeout(r, 300));
       expect(fenced).toBe(false);
       await old.query("COMMIT");
-      expect((await next).incarnation).toBe(incarnation + 1);
+      expect(unwrap(await next).incarnation).toBe(incarnation + 1);
       expect(await keys()).toContain("in-flight");
       expect(isWriteFenced(await setting(old, "after-fence").catch((e) => e))).toBe(true);
       expect(await keys()).not.toContain("after-fence");
@@ -141,16 +146,18 @@ describe("write fence in Postgres", () => {
 
   it("a pool opened as a writer reports the first refusal once", async () => {
     const seen: string[] = [];
-    const { incarnation } = await runStartupFence({
-      db: tdb.pool,
-      clock: createClock(),
-      hostId: "hz",
-      log: silent,
-    });
+    const { incarnation } = unwrap(
+      await runStartupFence({
+        db: tdb.pool,
+        clock: createClock(),
+        hostId: "hz",
+        log: silent,
+      }),
+    );
     const db = createDb(tdb.url, { writer: { hostId: "hz", incarnation, onFenced: (m) => seen.push(m) } });
     try {
       await db.query("INSERT INTO app_settings (key, value) VALUES ('hz-ok', '{}')");
-      await runStartupFence({ db: tdb.pool, clock: createClock(), hostId: "hz", log: silent });
+      unwrap(await runStartupFence({ db: tdb.pool, clock: createClock(), hostId: "hz", log: silent }));
       for (const key of ["hz-1", "hz-2"])
         expect(
           isWriteFenced(

@@ -12,6 +12,7 @@ import { migrateUp } from "../../services/host/store/migrate.ts";
 import { reportOrphanArtifacts } from "../../services/host/store/orphan-artifacts.ts";
 import { leaseOf } from "../../services/host/store/session-leases.ts";
 import { runStartupFence } from "../../services/host/store/startup-fence.ts";
+import { unwrap } from "../../services/protocol/result.ts";
 import { takeOverHost } from "../../services/host/store/takeover.ts";
 import type { SessionEvent } from "../../services/protocol/events.ts";
 import type { ProjectView, SessionView } from "../../services/protocol/schemas.ts";
@@ -40,12 +41,14 @@ describe("session leases in Postgres", () => {
   const q = (sql: string, params: unknown[] = []) => tdb.pool.query(sql, params);
 
   async function host(id: string): Promise<{ db: Db; incarnation: number }> {
-    const { incarnation } = await runStartupFence({
-      db: tdb.pool,
-      clock: createClock(),
-      hostId: id,
-      log: silent,
-    });
+    const { incarnation } = unwrap(
+      await runStartupFence({
+        db: tdb.pool,
+        clock: createClock(),
+        hostId: id,
+        log: silent,
+      }),
+    );
     return {
       db: createDb(tdb.url, { max: 2, writer: { hostId: id, incarnation, onFenced() {} } }),
       incarnation,

@@ -1,11 +1,11 @@
 // The startup fence (docs/architecture.md "Host start-up"): before the host subscribes to anything,
 // one transaction ends what earlier incarnations of this host id left, in this host's own sessions
 // only, and makes this one current. Other hosts' sessions are taken over by liveness (takeover.ts).
-import { AppError } from "../../protocol/app-error.ts";
+import { ok, refuse, type Result } from "../../protocol/result.ts";
 import type { Logger } from "../../runtime/log.ts";
 import type { Clock } from "../clock.ts";
 import { ADVISORY_LOCKS } from "./advisory-locks.ts";
-import { type Db, type Tx, withTransaction } from "./db.ts";
+import { type Db, type Tx, withRefusableTransaction, withTransaction } from "./db.ts";
 
 /** What a fence ended, so the sessions' people can be told once the bus is up (fence-announce.ts). */
 export interface EndedWork {
@@ -46,7 +46,7 @@ export async function awaitHostIdFree(deps: {
   leaseMs: number;
   pollMs: number;
   log: Logger;
-}): Promise<HostIdSeen> {
+}): Promise<Result<HostIdSeen>> {
   const { db, clock, hostId, leaseMs, log } = deps;
   const read = async () => {
     const r = await db.query("SELECT heartbeat, state, incarnation FROM hosts WHERE id = $1", [hostId]);
@@ -60,22 +60,22 @@ export async function awaitHostIdFree(deps: {
       : null;
   };
   const first = await read();
-  if (first?.state !== "running") return { incarnation: first?.incarnation ?? null };
+  if (first?.state !== "running") return ok({ incarnation: first?.incarnation ?? null });
   log.info("host.id_check", { hostId, leaseMs, heartbeat: first.heartbeat });
   const until = clock.now() + leaseMs;
   const sleep = (ms: number) => new Promise<void>((resolve) => clock.setTimeout(resolve, ms));
   while (clock.now() < until) {
     await sleep(Math.max(1, Math.min(deps.pollMs, until - clock.now())));
     const now = await read();
-    if (now?.state !== "running") return { incarnation: now?.incarnation ?? null };
+    if (now?.state !== "running") return ok({ incarnation: now?.incarnation ?? null });
     if (now.heartbeat !== first.heartbeat || now.incarnation !== first.incarnation)
-      throw new AppError(
+      return refuse(
         "HOST_ID_IN_USE",
         `a host with id ${hostId} is running (its heartbeat moved from ${first.heartbeat} to ${now.heartbeat} within ${leaseMs} ms); give each host its own PI_HOST_ID`,
-        { details: { hostId } },
+        { hostId },
       );
   }
-  return { incarnation: first.incarnation };
+  return ok({ incarnation: first.incarnation });
 }
 
 /** The host id's row as `awaitHostIdFree` last saw it free: its incarnation, or null for no row. */
@@ -87,14 +87,14 @@ export interface HostIdSeen {
  * Inside the fence, under its lock: another process with this id started since `seen` (the row is
  * `running` under another incarnation, or exists where there was none), so this one must not run.
  */
-async function refuseIfStartedMeanwhile(tx: Tx, hostId: string, seen: HostIdSeen): Promise<void> {
+async function startedMeanwhile(tx: Tx, hostId: string, seen: HostIdSeen): Promise<Result<void>> {
   const r = await tx.query("SELECT incarnation, state FROM hosts WHERE id = $1 FOR UPDATE", [hostId]);
   const row = r.rows[0] as { incarnation: number; state: string } | undefined;
-  if (row?.state !== "running" || row.incarnation === seen.incarnation) return;
-  throw new AppError(
+  if (row?.state !== "running" || row.incarnation === seen.incarnation) return ok(undefined);
+  return refuse(
     "HOST_ID_IN_USE",
     `a host with id ${hostId} started at the same time (incarnation ${row.incarnation}); give each host its own PI_HOST_ID`,
-    { details: { hostId } },
+    { hostId },
   );
 }
 
@@ -116,17 +116,20 @@ export async function runStartupFence(deps: {
   info?: Record<string, unknown>;
   /**
    * What awaitHostIdFree saw: a process with this id that started since then (simultaneous starts)
-   * makes this fence HOST_ID_IN_USE, changing nothing. Without it, no such check.
+   * makes this fence refuse HOST_ID_IN_USE, changing nothing. Without it, no such check.
    */
   seen?: HostIdSeen;
-}): Promise<FenceReport> {
+}): Promise<Result<FenceReport>> {
   const { db, clock, hostId, log } = deps;
   const at = clock.date();
-  const report = await withTransaction(db, async (tx) => {
+  const fenced = await withRefusableTransaction(db, async (tx) => {
     // Exclusive against every write of this host id in flight (the write fence shares this lock):
     // an earlier incarnation's transaction either commits before the bump or is refused after it.
     await tx.query("SELECT pg_advisory_xact_lock($1, hashtext($2))", [ADVISORY_LOCKS.writeFence.key, hostId]);
-    if (deps.seen) await refuseIfStartedMeanwhile(tx, hostId, deps.seen);
+    if (deps.seen) {
+      const free = await startedMeanwhile(tx, hostId, deps.seen);
+      if (!free.ok) return free;
+    }
     const host = await tx.query(
       `INSERT INTO hosts (id, incarnation, started_at, heartbeat_at, lease_expires_at, info, heartbeat, state) VALUES ($1, 1, $2, $2, $3, $4, 1, 'running')
        ON CONFLICT (id) DO UPDATE SET incarnation = hosts.incarnation + 1, started_at = $2, heartbeat_at = $2, lease_expires_at = $3, info = $4,
@@ -150,14 +153,15 @@ export async function runStartupFence(deps: {
     );
     if (claimed.rowCount) log.info("host.legacy_leases_claimed", { count: claimed.rowCount });
 
-    return {
+    return ok({
       incarnation,
       ...(await endWork(tx, { at, hostId, incarnation, kind: "fence", scope: { owner: hostId } })),
-    };
+    });
   });
-  const { fencedProposalIds, endedTurns, deniedPermissions, incarnation, ...counts } = report;
+  if (!fenced.ok) return fenced;
+  const { fencedProposalIds, endedTurns, deniedPermissions, incarnation, ...counts } = fenced.value;
   log.info("host.fence", { incarnation, ...counts, proposals: fencedProposalIds.length });
-  return report;
+  return fenced;
 }
 
 /** Whose work endWork ends: the sessions leased to a host, or exactly these sessions. */

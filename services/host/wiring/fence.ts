@@ -2,6 +2,7 @@
 // checked and migrated, a live process of the same host id is waited out or refused
 // (HOST_ID_IN_USE, exit 2), and the startup fence ends what an earlier incarnation left running.
 // Then the writer pool carrying this incarnation, which refuses every write once it is superseded.
+import type { Result } from "../../protocol/result.ts";
 import type { Logger } from "../../runtime/log.ts";
 import { errorFields } from "../../runtime/log.ts";
 import type { Clock } from "../clock.ts";
@@ -9,7 +10,7 @@ import type { HostConfig } from "../host-config.ts";
 import { formatListenAddress } from "../http-listener.ts";
 import { createHostMetrics } from "../metrics.ts";
 import { createNotices } from "../sessions/events/notices.ts";
-import { checkDatabase, createDb } from "../store/db.ts";
+import { checkDatabase, createDb, type Db } from "../store/db.ts";
 import { migrateUp } from "../store/migrate.ts";
 import {
   awaitHostIdFree,
@@ -33,43 +34,43 @@ export async function migrateAndFence(deps: {
   // The fence runs on a pool of its own; every later write goes through the writer pool, which
   // carries this incarnation (a superseded incarnation cannot commit).
   const fenceDb = createDb(config.databaseUrl, { max: 2 });
-  try {
-    // A `running` row of this id whose heartbeat moves within one lease is another live process.
-    const seen = await awaitHostIdFree({
-      db: fenceDb,
-      clock,
-      hostId: config.hostId,
-      leaseMs: config.liveness.leaseMs,
-      pollMs: config.liveness.heartbeatMs,
-      log,
-    });
-    // Started at the same moment as another process with this id, it is HOST_ID_IN_USE too (`seen`).
-    return await runStartupFence({
-      db: fenceDb,
-      clock,
-      hostId: config.hostId,
-      log,
-      seen,
-      // The health and metrics listener is written here, so other hosts' previews block it too.
-      info: {
-        pid: process.pid,
-        version: deps.version,
-        ...(config.httpListen ? { http: formatListenAddress(config.httpListen) } : {}),
-      },
-    });
-  } catch (err) {
-    if ((err as { code?: unknown }).code !== "HOST_ID_IN_USE") throw err;
-    log.error("host.id_in_use", {
-      hostId: config.hostId,
-      code: "HOST_ID_IN_USE",
-      message: (err as Error).message,
-    });
-    await fenceDb.end().catch(() => {});
-    await deps.onInUse();
-    process.exit(2);
-  } finally {
-    await fenceDb.end().catch(() => {});
-  }
+  const fenced = await fenceOn(fenceDb, deps).finally(() => fenceDb.end().catch(() => {}));
+  if (fenced.ok) return fenced.value;
+  // Only HOST_ID_IN_USE is a refusal of the fence: another live process holds this id.
+  log.error("host.id_in_use", { hostId: config.hostId, ...fenced.refusal });
+  await deps.onInUse();
+  process.exit(2);
+}
+
+async function fenceOn(
+  fenceDb: Db,
+  deps: { config: HostConfig; clock: Clock; log: Logger; version: string },
+): Promise<Result<FenceReport>> {
+  const { config, clock, log } = deps;
+  // A `running` row of this id whose heartbeat moves within one lease is another live process.
+  const seen = await awaitHostIdFree({
+    db: fenceDb,
+    clock,
+    hostId: config.hostId,
+    leaseMs: config.liveness.leaseMs,
+    pollMs: config.liveness.heartbeatMs,
+    log,
+  });
+  if (!seen.ok) return seen;
+  // Started at the same moment as another process with this id, it is HOST_ID_IN_USE too (`seen`).
+  return runStartupFence({
+    db: fenceDb,
+    clock,
+    hostId: config.hostId,
+    log,
+    seen: seen.value,
+    // The health and metrics listener is written here, so other hosts' previews block it too.
+    info: {
+      pid: process.pid,
+      version: deps.version,
+      ...(config.httpListen ? { http: formatListenAddress(config.httpListen) } : {}),
+    },
+  });
 }
 
 /**
