@@ -1,9 +1,8 @@
 // Rows of scheduled_tasks and scheduled_runs (docs/architecture.md "Scheduled tasks and settings"):
 // the tasks' changes and the runs' lifecycle here, the claims in schedule-claims.ts. Times come from
 // the host clock.
-import { AppError } from "../../protocol/app-error.ts";
 import type { ErrorCode } from "../../protocol/error-codes.ts";
-import { ok, type Refusal, type Result } from "../../protocol/result.ts";
+import { ok, type Refusal, type Result, refuse } from "../../protocol/result.ts";
 import type { BoundedPage } from "./bounded-page.ts";
 import type { AfterPageParams } from "../../protocol/schemas.ts";
 import type {
@@ -16,7 +15,7 @@ import type {
 import { appendAudit } from "./audit-log.ts";
 import type { Clock } from "../clock.ts";
 import { nextOccurrence, scheduleRefusal } from "../cron-schedule.ts";
-import { type Db, isLeaseLost, type Tx, withTransaction } from "./db.ts";
+import { type Db, isLeaseLost, type Tx, withRefusableTransaction, withTransaction } from "./db.ts";
 import { newId } from "../ids.ts";
 import { isMemberSql } from "./project-members.ts";
 import { scheduleClaims } from "./schedule-claims.ts";
@@ -85,13 +84,15 @@ async function projectRefusal(q: Db | Tx, projectId: string, principal: string):
     : { code: "FORBIDDEN", message: "only the project's members may schedule runs on it" };
 }
 
-async function setRun(db: Db, runId: string, sets: string, values: unknown[]): Promise<RunRow> {
+/** The run's task was deleted meanwhile (its runs with it). */
+const runGone = () => refuse("SCHEDULED_TASK_NOT_FOUND", "the run's task was deleted");
+
+async function setRun(db: Db, runId: string, sets: string, values: unknown[]): Promise<Result<RunRow>> {
   const r = await db.query(`UPDATE scheduled_runs SET ${sets} WHERE id = $1 RETURNING ${RUN_COLUMNS}`, [
     runId,
     ...values,
   ]);
-  if (r.rowCount === 0) throw new AppError("SCHEDULED_TASK_NOT_FOUND", "the run's task was deleted");
-  return r.rows[0];
+  return r.rowCount === 0 ? runGone() : ok(r.rows[0]);
 }
 
 /**
@@ -281,13 +282,13 @@ async function markStarted(
   { db, clock }: ScheduleStoreDeps,
   run: RunRow,
   sessionId: string,
-): Promise<RunRow> {
-  return withTransaction(db, async (tx) => {
+): Promise<Result<RunRow>> {
+  return withRefusableTransaction(db, async (tx) => {
     const r = await tx.query(
       `UPDATE scheduled_runs SET status = 'running', session_id = $2 WHERE id = $1 RETURNING ${RUN_COLUMNS}`,
       [run.id, sessionId],
     );
-    if (r.rowCount === 0) throw new AppError("SCHEDULED_TASK_NOT_FOUND", "the run's task was deleted");
+    if (r.rowCount === 0) return runGone();
     await appendAudit(tx, {
       at: clock.date(),
       principal: run.principal,
@@ -301,17 +302,10 @@ async function markStarted(
         scheduledFor: run.scheduled_for.toISOString(),
       },
     });
-    return r.rows[0];
+    return ok(r.rows[0]);
   });
 }
 
-/**
- * Start-up recovery of runs that never got a turn (a host stopped between the claim and the
- * prompt): `failed` with HOST_RESTARTED, whichever host id claimed them. With one host the
- * startup fence ends every earlier turn of every host id (docs/architecture.md "Host start-up"), so a run claimed under
- * another id (a renamed or replaced host) has nobody left to finish it either. Nothing is
- * replayed; runs with a turn follow the turn, which the fence has ended.
- */
 /**
  * Start-up: fails the runs that never got a turn and were claimed by this host id (an earlier
  * incarnation) or by a host that is no longer running; a live host's claims in flight are its own.
@@ -359,8 +353,8 @@ export function createScheduleStore(deps: ScheduleStoreDeps) {
     dueTaskIds: (now: number) => dueTaskIds(db, now),
     earliestDue: () => earliestDue(db),
     markStarted: (run: RunRow, sessionId: string) => markStarted(deps, run, sessionId),
-    markTurn: (runId: string, turnId: string): Promise<RunRow> => setRun(db, runId, "turn_id = $2", [turnId]),
-    failRun: (runId: string, code: ErrorCode): Promise<RunRow> =>
+    markTurn: (runId: string, turnId: string) => setRun(db, runId, "turn_id = $2", [turnId]),
+    failRun: (runId: string, code: ErrorCode) =>
       setRun(db, runId, "status = 'failed', error_code = $2, ended_at = $3", [code, clock.date()]),
     reconcile: (taskId?: string) => reconcile(deps, taskId),
     recoverAtStart: (hostId: string) => recoverAtStart(deps, hostId),

@@ -27,7 +27,7 @@ export async function migrateAndFence(deps: {
   version: string;
   onInUse: () => Promise<void>;
 }): Promise<FenceReport> {
-  const { config, clock, log } = deps;
+  const { config, log } = deps;
   await checkDatabase(config.databaseUrl);
   const applied = await migrateUp({ databaseUrl: config.databaseUrl });
   log.info("host.migrated", { applied });

@@ -2,6 +2,7 @@
 // missed ones recorded, Plan tasks refused: schedule-claims.ts) and starts Agent runs as a new session
 // prompted through its actor. An unattended run's permission prompt is a denial (PERMISSION_REQUIRED).
 import { AppError } from "../../../protocol/app-error.ts";
+import type { ErrorCode } from "../../../protocol/error-codes.ts";
 import { errorFields, type Logger } from "../../../runtime/log.ts";
 import { ok, type Refusal, type Result } from "../../../protocol/result.ts";
 import type { ScheduledRunView } from "../../../protocol/scheduling-schemas.ts";
@@ -59,13 +60,17 @@ async function startRun(deps: SchedulerDeps, task: TaskRow, claimed: RunRow): Pr
     );
     if (!created.ok) return failRun(deps, task, run, created.refusal);
     const session = created.value;
-    run = await store.markStarted(run, session.id);
+    const started = await store.markStarted(run, session.id);
+    if (!started.ok) return failRun(deps, task, run, started.refusal);
+    run = started.value;
     const { turnId } = await supervisor.request<{ turnId: string }>(session.id, (reply) => ({
       type: "PROMPT",
       params: { sessionId: session.id, text: task.config.prompt, idempotencyKey: run.id },
       reply,
     }));
-    run = await store.markTurn(run.id, turnId);
+    const turned = await store.markTurn(run.id, turnId);
+    if (!turned.ok) return failRun(deps, task, run, turned.refusal);
+    run = turned.value;
     log.info("scheduler.run_started", {
       taskId: task.id,
       runId: run.id,
@@ -77,8 +82,14 @@ async function startRun(deps: SchedulerDeps, task: TaskRow, claimed: RunRow): Pr
   } catch (err) {
     const code = err instanceof AppError ? err.code : "INTERNAL";
     log.warn("scheduler.run_failed", { taskId: task.id, runId: run.id, code, ...errorFields(err) });
-    return store.failRun(run.id, code).catch(() => run);
+    return markFailed(deps, run, code);
   }
+}
+
+/** The run `failed` with `code`; a run whose task was deleted meanwhile is answered as it was. */
+async function markFailed(deps: SchedulerDeps, run: RunRow, code: ErrorCode): Promise<RunRow> {
+  const failed = await deps.store.failRun(run.id, code).catch(() => null);
+  return failed?.ok ? failed.value : run;
 }
 
 /** A run refused before its turn started (its model, its project): failed with the refusal's code. */
@@ -89,7 +100,7 @@ async function failRun(deps: SchedulerDeps, task: TaskRow, run: RunRow, refusal:
     code: refusal.code,
     ...(refusal.message ? { message: refusal.message } : {}),
   });
-  return deps.store.failRun(run.id, refusal.code).catch(() => run);
+  return markFailed(deps, run, refusal.code);
 }
 
 async function tick(st: SchedulerState): Promise<void> {
