@@ -193,7 +193,8 @@ export function planResolve(deps: PlanStoreDeps, rows: PlanRows) {
 async function assertArtifactUnchanged(row: ApprovalRow, workspaceRoot: string): Promise<void> {
   let actual: string | null = null;
   try {
-    actual = sha256Hex(await readPlanArtifact(workspaceRoot, row.artifact_path));
+    const read = await readPlanArtifact(workspaceRoot, row.artifact_path);
+    actual = read.ok ? sha256Hex(read.value) : null;
   } catch {
     actual = null;
   }

@@ -1,6 +1,7 @@
 // ExitPlanMode's submission (docs/architecture.md "Plans"): validate, write the artifact, commit the
 // pending row; the file is removed again if the row does not commit.
 import { AppError } from "../../protocol/app-error.ts";
+import { refusalError } from "../../protocol/result.ts";
 import { newId } from "../ids.ts";
 import { appendAudit } from "./audit-log.ts";
 import { withTransaction } from "./db.ts";
@@ -40,7 +41,7 @@ export function planSubmit(deps: PlanStoreDeps) {
     );
     if (existing.rowCount) throw new AppError("PLAN_ALREADY_PENDING");
     const now = clock.date();
-    const artifact = await writePlanArtifact({
+    const written = await writePlanArtifact({
       ...(deps.sandboxUser ? { sandboxUser: deps.sandboxUser } : {}),
       workspaceRoot: session.workspace_root,
       title,
@@ -48,6 +49,8 @@ export function planSubmit(deps: PlanStoreDeps) {
       now,
       ...(deps.faults ? { beforeWrite: () => deps.faults!.enter("artifactWrite") } : {}),
     });
+    if (!written.ok) throw refusalError(written.refusal);
+    const artifact = written.value;
     const id = newId("plan");
     try {
       const row = await withTransaction(db, async (tx) => {
