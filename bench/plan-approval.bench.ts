@@ -24,6 +24,7 @@ import type {
   TurnOffer,
 } from "../services/protocol/schemas.ts";
 import { agentSubject } from "../services/protocol/subjects.ts";
+import { unwrap } from "../services/protocol/result.ts";
 import { writePlanArtifact } from "../services/host/store/plan-artifact.ts";
 import { createStack } from "../tests/support/stack.ts";
 import { createTestDatabase } from "../tests/support/test-db.ts";
@@ -313,13 +314,15 @@ async function hostSample(b: Bench, i: number, pick: (s: number[]) => number[] |
 /** The references of one sample: the plan file alone, bare transactions, DBOS. */
 async function referenceSample(b: Bench, i: number, pick: (s: number[]) => number[] | null): Promise<void> {
   // The plan file alone, in process: exclusive create, write, fsync of the file and its folder.
-  await timed(pick(b.samples.fileWrite), () =>
-    writePlanArtifact({
-      workspaceRoot: b.scratch,
-      title: `Bench plan ${i}`,
-      markdown: PLAN_MARKDOWN,
-      now: new Date(),
-    }),
+  await timed(pick(b.samples.fileWrite), async () =>
+    unwrap(
+      await writePlanArtifact({
+        workspaceRoot: b.scratch,
+        title: `Bench plan ${i}`,
+        markdown: PLAN_MARKDOWN,
+        now: new Date(),
+      }),
+    ),
   );
   // Reference 1: the same statements as one bare transaction each.
   await timed(pick(b.samples.pgSubmit), () => submitStatements(b.stack.db.pool, i));

@@ -263,17 +263,22 @@ describe("20 concurrent resolves against the plan store (no actor in between)", 
       const turnId = await withTransaction(db, (tx) =>
         sessions.insertTurn(tx, { sessionId: session.id, kind: "prompt", text: "plan" }),
       );
-      const proposal = await plans.submit({
-        sessionId: session.id,
-        turnId,
-        toolCallId: `exit-${round}`,
-        principal: "alice",
-        args: { title: `Store race ${round}`, markdown: `# round ${round}\n`, question: "Go?" },
-      });
+      const proposal = unwrap(
+        await plans.submit({
+          sessionId: session.id,
+          turnId,
+          toolCallId: `exit-${round}`,
+          principal: "alice",
+          args: { title: `Store race ${round}`, markdown: `# round ${round}\n`, question: "Go?" },
+        }),
+      );
 
       const sent = racers(first);
       const settled = await Promise.allSettled(
-        sent.map((r) => plans.resolve(r.principal, paramsOf(proposal, r.action), { readOnly: false })),
+        // A refusal is answered as a value; as its AppError here, beside any other failure.
+        sent.map(async (r) =>
+          unwrap(await plans.resolve(r.principal, paramsOf(proposal, r.action), { readOnly: false })),
+        ),
       );
       const outcomes = settled.map((s) => (s.status === "fulfilled" ? s.value : s.reason)) as Array<
         ResolveOutcome | AppError

@@ -353,13 +353,15 @@ describe("plans.history against the plan store alone", () => {
     const turnId = await withTransaction(db, (tx) =>
       sessions.insertTurn(tx, { sessionId: session.id, kind: "prompt", text: "plan" }),
     );
-    const proposal = await plans.submit({
-      sessionId: session.id,
-      turnId,
-      toolCallId: "exit-1",
-      principal: "alice",
-      args: { title: "Slow", markdown: "# slow\n", question: "Go?" },
-    });
+    const proposal = unwrap(
+      await plans.submit({
+        sessionId: session.id,
+        turnId,
+        toolCallId: "exit-1",
+        principal: "alice",
+        args: { title: "Slow", markdown: "# slow\n", question: "Go?" },
+      }),
+    );
     expect((await plans.history(session.id, {})).proposals.map((p) => p.status)).toEqual(["pending"]);
 
     // Past the deadline the read itself expires the row, as plans.pending does (once).

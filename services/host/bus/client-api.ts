@@ -1,6 +1,5 @@
 // Client methods (`<prefix>.rpc.<principal>.<method>`, docs/protocol.md): decode, check the principal
 // against the session, then read rows or hand the request to the session's actor.
-import { AppError } from "../../protocol/app-error.ts";
 import { ok, type Result, refuse } from "../../protocol/result.ts";
 import { pageOfList } from "../store/bounded-page.ts";
 import type { ModelConfig, SessionView } from "../../protocol/schemas.ts";
@@ -304,14 +303,14 @@ const artifactsRead: Step<"artifacts.read"> = async (deps, principal, p) => {
   // Read through the plan folder's handles: a symlinked or non-regular file or folder is
   // PLAN_ARTIFACT_PATH_UNSAFE, a missing one FILE_NOT_FOUND, anything else the host cannot read
   // FILE_NOT_READABLE; nothing an agent or a person can cause is INTERNAL.
-  let bytes: Buffer;
+  let read: Result<Buffer>;
   try {
-    bytes = await readPlanArtifact(row.workspaceRoot, row.artifactPath);
-  } catch (cause) {
-    // plan-artifact.ts still throws its refusals; they go back as values from here.
-    if (cause instanceof AppError) return refuse(cause.code, cause.message, cause.details);
+    read = await readPlanArtifact(row.workspaceRoot, row.artifactPath);
+  } catch {
     return refuse("FILE_NOT_READABLE", "the plan file cannot be read", { path: row.artifactPath });
   }
+  if (!read.ok) return read;
+  const bytes = read.value;
   const offset = p.offset ?? 0;
   // Only after the access check: a caller who may not read the file learns nothing of its size.
   if (offset > bytes.byteLength)

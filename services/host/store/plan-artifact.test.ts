@@ -17,8 +17,14 @@ import {
 import os from "node:os";
 import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { AppError } from "../../protocol/app-error.ts";
-import { MAX_PLAN_BYTES, planSlug, readPlanArtifact, writePlanArtifact } from "./plan-artifact.ts";
+import { type Result, unwrap } from "../../protocol/result.ts";
+import {
+  MAX_PLAN_BYTES,
+  planSlug,
+  readPlanArtifact,
+  type WriteArtifactOptions,
+  writePlanArtifact,
+} from "./plan-artifact.ts";
 
 const dirs: string[] = [];
 const tmp = () => {
@@ -31,39 +37,38 @@ afterEach(() => {
 });
 const now = new Date("2026-11-30T07:00:00.123Z");
 
-async function code(p: Promise<unknown>) {
-  const err = await p.then(
-    () => null,
-    (e) => e,
-  );
-  expect(err).toBeInstanceOf(AppError);
-  return (err as AppError).code;
+/** The refusal's code (the file answers its refusals as values, never by throwing). */
+async function code(p: Promise<Result<unknown>>) {
+  const r = await p;
+  expect(r.ok).toBe(false);
+  return r.ok ? null : r.refusal.code;
 }
+
+const written = async (opts: WriteArtifactOptions) => unwrap(await writePlanArtifact(opts));
 
 describe("writePlanArtifact", () => {
   it("writes exactly the submitted bytes and reports their hash and size", async () => {
     const ws = tmp();
     const markdown = "# Plan\r\n\r\n- ünïcødé ✓\r\n- trailing spaces   \n";
-    const a = await writePlanArtifact({ workspaceRoot: ws, title: "Fix the build!", markdown, now });
+    const a = await written({ workspaceRoot: ws, title: "Fix the build!", markdown, now });
     expect(a.relativePath).toBe(".pi/plan/fix-the-build-20261130-070000Z.md");
     const bytes = readFileSync(path.join(ws, a.relativePath));
     expect(bytes.equals(Buffer.from(markdown, "utf8"))).toBe(true);
     expect(a.sha256).toBe(createHash("sha256").update(bytes).digest("hex"));
     expect(a.byteSize).toBe(bytes.byteLength);
     expect(statSync(path.join(ws, a.relativePath)).mode & 0o777).toBe(0o444);
-    expect((await readPlanArtifact(ws, a.relativePath)).equals(bytes)).toBe(true);
+    expect(unwrap(await readPlanArtifact(ws, a.relativePath)).equals(bytes)).toBe(true);
     await a.remove();
     expect(readdirSync(path.join(ws, ".pi/plan"))).toEqual([]);
   });
 
   it("never replaces a file: collisions get a numeric suffix, with a bound", async () => {
     const ws = tmp();
-    const first = await writePlanArtifact({ workspaceRoot: ws, title: "x", markdown: "one", now });
-    const second = await writePlanArtifact({ workspaceRoot: ws, title: "x", markdown: "two", now });
+    const first = await written({ workspaceRoot: ws, title: "x", markdown: "one", now });
+    const second = await written({ workspaceRoot: ws, title: "x", markdown: "two", now });
     expect(second.relativePath).toBe(first.relativePath.replace(/\.md$/, "-2.md"));
     expect(readFileSync(path.join(ws, first.relativePath), "utf8")).toBe("one");
-    for (let i = 3; i <= 50; i++)
-      await writePlanArtifact({ workspaceRoot: ws, title: "x", markdown: String(i), now });
+    for (let i = 3; i <= 50; i++) await written({ workspaceRoot: ws, title: "x", markdown: String(i), now });
     expect(await code(writePlanArtifact({ workspaceRoot: ws, title: "x", markdown: "late", now }))).toBe(
       "PLAN_ARTIFACT_COLLISION_LIMIT",
     );
@@ -88,7 +93,7 @@ describe("writePlanArtifact", () => {
       "PLAN_ARTIFACT_PATH_UNSAFE",
     );
     const ws4 = tmp();
-    await writePlanArtifact({ workspaceRoot: ws4, title: "t", markdown: "m", now });
+    await written({ workspaceRoot: ws4, title: "t", markdown: "m", now });
     chmodSync(path.join(ws4, ".pi/plan"), 0o777);
     expect(await code(writePlanArtifact({ workspaceRoot: ws4, title: "u", markdown: "m", now }))).toBe(
       "PLAN_ARTIFACT_PATH_UNSAFE",
@@ -100,7 +105,7 @@ describe("writePlanArtifact", () => {
 
   it("reads refuse a symlinked, non-regular, escaping or missing artifact with a stable code", async () => {
     const ws = tmp();
-    const a = await writePlanArtifact({ workspaceRoot: ws, title: "t", markdown: "m", now });
+    const a = await written({ workspaceRoot: ws, title: "t", markdown: "m", now });
     const file = path.join(ws, a.relativePath);
     unlinkSync(file);
     expect(await code(readPlanArtifact(ws, a.relativePath))).toBe("FILE_NOT_FOUND");
@@ -125,7 +130,7 @@ describe("writePlanArtifact", () => {
       ),
     ).toBe("PLAN_MARKDOWN_TOO_LARGE");
     expect(readdirSync(ws)).toEqual([]);
-    await writePlanArtifact({ workspaceRoot: ws, title: "t", markdown: "x".repeat(MAX_PLAN_BYTES), now });
+    await written({ workspaceRoot: ws, title: "t", markdown: "x".repeat(MAX_PLAN_BYTES), now });
   });
 
   it("slugs are ASCII with a fallback", () => {

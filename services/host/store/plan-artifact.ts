@@ -4,7 +4,8 @@
 import { createHash } from "node:crypto";
 import path from "node:path";
 import { AppError } from "../../protocol/app-error.ts";
-import { openPlanDir, PLAN_DIR_REL } from "../tools/plan-dir.ts";
+import { ok, refuse, type Result } from "../../protocol/result.ts";
+import { openPlanDir, PLAN_DIR_REL, type PlanDir } from "../tools/plan-dir.ts";
 
 export const PLAN_DIR = PLAN_DIR_REL;
 export const MAX_PLAN_BYTES = 512 * 1024;
@@ -44,7 +45,20 @@ export function sha256Hex(bytes: Uint8Array): string {
   return createHash("sha256").update(bytes).digest("hex");
 }
 
-export async function writePlanArtifact(opts: {
+/**
+ * The plan folder's own refusals (tools/plan-dir.ts throws them: an unsafe, missing or unwritable
+ * `.pi/plan`) as the values this file answers; anything else is a bug and still throws.
+ */
+async function refusalsAsValues<T>(run: () => Promise<Result<T>>): Promise<Result<T>> {
+  try {
+    return await run();
+  } catch (err) {
+    if (err instanceof AppError) return refuse(err.code, err.message, err.details);
+    throw err;
+  }
+}
+
+export interface WriteArtifactOptions {
   workspaceRoot: string;
   title: string;
   markdown: string;
@@ -53,43 +67,55 @@ export async function writePlanArtifact(opts: {
   sandboxUser?: string;
   /** Test hooks only: runs after the file is created and before its bytes are written. */
   beforeWrite?: () => Promise<void>;
-}): Promise<WrittenArtifact> {
+}
+
+/**
+ * Writes the plan to a new file: PLAN_MARKDOWN_TOO_LARGE over the limit, PLAN_ARTIFACT_COLLISION_LIMIT
+ * when every name is taken, and the plan folder's refusals (unsafe `.pi`, not writable) as values.
+ */
+export function writePlanArtifact(opts: WriteArtifactOptions): Promise<Result<WrittenArtifact>> {
   const bytes = Buffer.from(opts.markdown, "utf8");
-  if (bytes.byteLength > MAX_PLAN_BYTES) {
-    throw new AppError(
-      "PLAN_MARKDOWN_TOO_LARGE",
-      `plan is ${bytes.byteLength} bytes; the limit is ${MAX_PLAN_BYTES}`,
+  if (bytes.byteLength > MAX_PLAN_BYTES)
+    return Promise.resolve(
+      refuse("PLAN_MARKDOWN_TOO_LARGE", `plan is ${bytes.byteLength} bytes; the limit is ${MAX_PLAN_BYTES}`),
     );
-  }
-  const root = opts.workspaceRoot;
-  // Created if missing, then checked on the open handles: owner, mode bits and ACLs of .pi and .pi/plan.
-  const dir = await openPlanDir(root, {
-    create: true,
-    check: true,
-    ...(opts.sandboxUser ? { sandboxUser: opts.sandboxUser } : {}),
-  });
-  try {
-    const base = `${planSlug(opts.title)}-${stamp(opts.now)}`;
-    for (let n = 1; n <= MAX_NAME_COLLISIONS; n++) {
-      const name = n === 1 ? `${base}.md` : `${base}-${n}.md`;
-      // Exclusive create through the folder's handle: never replaces a file, never follows a link.
-      if (!(await dir.createFile(name, bytes, opts.beforeWrite))) continue;
-      await dir.sync();
-      return {
-        relativePath: `${PLAN_DIR}/${name}`,
-        absolutePath: path.join(root, PLAN_DIR, name),
-        sha256: sha256Hex(bytes),
-        byteSize: bytes.byteLength,
-        remove: () => removePlanArtifact(root, name),
-      };
+  return refusalsAsValues(async () => {
+    // Created if missing, then checked on the open handles: owner, mode bits and ACLs of .pi and .pi/plan.
+    const dir = await openPlanDir(opts.workspaceRoot, {
+      create: true,
+      check: true,
+      ...(opts.sandboxUser ? { sandboxUser: opts.sandboxUser } : {}),
+    });
+    try {
+      return await createArtifact(dir, opts, bytes);
+    } finally {
+      await dir.close();
     }
-    throw new AppError(
-      "PLAN_ARTIFACT_COLLISION_LIMIT",
-      `more than ${MAX_NAME_COLLISIONS} plan files named ${base}`,
-    );
-  } finally {
-    await dir.close();
+  });
+}
+
+/** The first free name of the plan's slug and stamp (a bounded suffix), created exclusively. */
+async function createArtifact(
+  dir: PlanDir,
+  opts: WriteArtifactOptions,
+  bytes: Buffer,
+): Promise<Result<WrittenArtifact>> {
+  const root = opts.workspaceRoot;
+  const base = `${planSlug(opts.title)}-${stamp(opts.now)}`;
+  for (let n = 1; n <= MAX_NAME_COLLISIONS; n++) {
+    const name = n === 1 ? `${base}.md` : `${base}-${n}.md`;
+    // Exclusive create through the folder's handle: never replaces a file, never follows a link.
+    if (!(await dir.createFile(name, bytes, opts.beforeWrite))) continue;
+    await dir.sync();
+    return ok({
+      relativePath: `${PLAN_DIR}/${name}`,
+      absolutePath: path.join(root, PLAN_DIR, name),
+      sha256: sha256Hex(bytes),
+      byteSize: bytes.byteLength,
+      remove: () => removePlanArtifact(root, name),
+    });
   }
+  return refuse("PLAN_ARTIFACT_COLLISION_LIMIT", `more than ${MAX_NAME_COLLISIONS} plan files named ${base}`);
 }
 
 /** Removes a file this host just wrote (its row did not commit), through the folder's handle. */
@@ -104,14 +130,15 @@ async function removePlanArtifact(root: string, name: string): Promise<void> {
 }
 
 /** The file name of a recorded artifact path, which must be `.pi/plan/<name>`. */
-function artifactName(relativePath: string): string {
+function artifactName(relativePath: string): Result<string> {
   const prefix = `${PLAN_DIR}/`;
   const name = relativePath.startsWith(prefix) ? relativePath.slice(prefix.length) : "";
   if (!name || name.includes("/") || name === "." || name === "..")
-    throw new AppError("PLAN_ARTIFACT_PATH_UNSAFE", "artifact path is not a file in .pi/plan", {
-      details: { reason: "artifact path is not a file in .pi/plan", path: relativePath },
+    return refuse("PLAN_ARTIFACT_PATH_UNSAFE", "artifact path is not a file in .pi/plan", {
+      reason: "artifact path is not a file in .pi/plan",
+      path: relativePath,
     });
-  return name;
+  return ok(name);
 }
 
 /**
@@ -120,12 +147,15 @@ function artifactName(relativePath: string): string {
  * PLAN_ARTIFACT_PATH_UNSAFE, a missing one FILE_NOT_FOUND, one the host may not read (or larger than
  * any plan) FILE_NOT_READABLE. The caller compares the bytes' hash with the row.
  */
-export async function readPlanArtifact(workspaceRoot: string, relativePath: string): Promise<Buffer> {
+export async function readPlanArtifact(workspaceRoot: string, relativePath: string): Promise<Result<Buffer>> {
   const name = artifactName(relativePath);
-  const dir = await openPlanDir(workspaceRoot, { create: false, check: false });
-  try {
-    return await dir.readFile(name, MAX_PLAN_BYTES);
-  } finally {
-    await dir.close();
-  }
+  if (!name.ok) return name;
+  return refusalsAsValues(async () => {
+    const dir = await openPlanDir(workspaceRoot, { create: false, check: false });
+    try {
+      return ok(await dir.readFile(name.value, MAX_PLAN_BYTES));
+    } finally {
+      await dir.close();
+    }
+  });
 }

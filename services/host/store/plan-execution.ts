@@ -38,8 +38,8 @@ export function planExecution(deps: PlanStoreDeps) {
       };
       let matches = false;
       try {
-        matches =
-          sha256Hex(await readPlanArtifact(row.workspace_root, row.artifact_path)) === row.artifact_sha256;
+        const read = await readPlanArtifact(row.workspace_root, row.artifact_path);
+        matches = read.ok && sha256Hex(read.value) === row.artifact_sha256;
       } catch {
         matches = false;
       }

@@ -1,7 +1,8 @@
 // plans.resolve (docs/architecture.md "Plans"): one read, the checks in the documented order on it,
 // the plan file hashed outside any lock, then the reject or the approve as one statement with its
 // events (plan-resolve-statements.ts: row, execution turn, session mode and permission mode, audit).
-import { AppError } from "../../protocol/app-error.ts";
+// Its refusals are values (docs/architecture.md "Refusals"); a refusal writes nothing.
+import { ok, type Result, refuse } from "../../protocol/result.ts";
 import {
   EXECUTION_PERMISSION_MODES,
   type PlansResolveParams,
@@ -10,7 +11,13 @@ import {
 import { commitOutcomeUnknown, isConnectionLost, withTransaction } from "./db.ts";
 import type { WrittenEvent } from "./event-store.ts";
 import { readPlanArtifact, sha256Hex } from "./plan-artifact.ts";
-import { approveStatement, isRefused, readForResolve, rejectStatement } from "./plan-resolve-statements.ts";
+import {
+  approveStatement,
+  isRefused,
+  type ResolveRead,
+  readForResolve,
+  rejectStatement,
+} from "./plan-resolve-statements.ts";
 import { type ApprovalRow, type PlanRows, type PlanStoreDeps, proposalView } from "./plan-rows.ts";
 import { canAccess } from "./session-store.ts";
 
@@ -50,18 +57,15 @@ async function resolve(
   principal: string,
   p: PlansResolveParams,
   opts: ResolveOptions,
-): Promise<ResolveOutcome> {
+): Promise<Result<ResolveOutcome>> {
   try {
     // A decision that lost a race to another (its row changed between the read and the write) reads
     // again: the row is then resolved, and the checks answer as for any later request (the recorded
     // result, or PLAN_ALREADY_RESOLVED); only a caller that named a version gets the conflict.
     for (let attempt = 1; ; attempt++) {
-      try {
-        return await resolveOnce(deps, rows, principal, p, opts);
-      } catch (err) {
-        const raced = err instanceof AppError && err.details?.raced === true;
-        if (!raced || p.version !== undefined || attempt >= 3) throw err;
-      }
+      const r = await resolveOnce(deps, rows, principal, p, opts);
+      const raced = !r.ok && r.refusal.details?.raced === true;
+      if (!raced || p.version !== undefined || attempt >= 3) return r;
     }
   } catch (err) {
     // The connection was lost while the decision's statement ran (or in a COMMIT): it may have
@@ -71,7 +75,7 @@ async function resolve(
       !(isConnectionLost(err) && (err as { inDecision?: boolean }).inDecision)
     )
       throw err;
-    return outcomeAfterLostCommit(deps, principal, p, err);
+    return outcomeAfterLostCommit(deps, principal, p);
   }
 }
 
@@ -84,8 +88,7 @@ async function outcomeAfterLostCommit(
   { db }: PlanStoreDeps,
   principal: string,
   p: PlansResolveParams,
-  cause: unknown,
-): Promise<ResolveOutcome> {
+): Promise<Result<ResolveOutcome>> {
   for (let attempt = 0; attempt < LOST_COMMIT_READS; attempt++) {
     let row: (ApprovalRow & { resolved_by: string | null }) | undefined;
     try {
@@ -101,19 +104,52 @@ async function outcomeAfterLostCommit(
         row.execution_turn_id &&
         row.target_permission_mode === p.targetPermissionMode
       )
-        return { kind: "approved", proposal: proposalView(row), executionTurnId: row.execution_turn_id };
-      if (row.status === "rejected") return { kind: "rejected", proposal: proposalView(row) };
+        return ok({ kind: "approved", proposal: proposalView(row), executionTurnId: row.execution_turn_id });
+      if (row.status === "rejected") return ok({ kind: "rejected", proposal: proposalView(row) });
     }
-    throw new AppError("DATABASE_UNAVAILABLE", "the database connection was lost; nothing was committed", {
-      cause,
-      details: { committed: false },
+    return refuse("DATABASE_UNAVAILABLE", "the database connection was lost; nothing was committed", {
+      committed: false,
     });
   }
-  throw new AppError(
+  return refuse(
     "DATABASE_UNAVAILABLE",
     "the database connection was lost while committing; read the proposal (plans.get) to see whether it was resolved",
-    { cause, details: { committed: "unknown" } },
+    { committed: "unknown" },
   );
+}
+
+/**
+ * The checks of docs/protocol.md on the one read, before any write: a refusal, the recorded result
+ * of a row already resolved as asked, or null (a pending row the request may transition).
+ */
+function checkRequest(
+  { row, session }: ResolveRead,
+  principal: string,
+  p: PlansResolveParams,
+): Result<ResolveOutcome> | null {
+  if (!canAccess(session, principal)) return refuse("FORBIDDEN");
+  if (
+    p.sessionId !== row.session_id ||
+    p.turnId !== row.turn_id ||
+    p.toolCallId !== row.tool_call_id ||
+    row.status === "interrupted"
+  ) {
+    return refuse("PLAN_APPROVAL_STALE", undefined, { status: row.status });
+  }
+  if (p.action !== "approve" && p.action !== "reject") return refuse("PLAN_INVALID_ACTION");
+  const mode = p.targetPermissionMode;
+  if (p.action === "approve") {
+    if (mode === undefined || mode === null) return refuse("PLAN_PERMISSION_MODE_REQUIRED");
+    if (!(EXECUTION_PERMISSION_MODES as readonly string[]).includes(mode))
+      return refuse("PLAN_PERMISSION_MODE_INVALID");
+  }
+  if (row.status !== "pending") {
+    const same = row.action === p.action && (p.action === "reject" || row.target_permission_mode === mode);
+    if (row.status === "expired") return refuse("PLAN_APPROVAL_TIMEOUT");
+    if (same) return ok({ kind: "recorded", proposal: proposalView(row) });
+    return refuse("PLAN_ALREADY_RESOLVED", undefined, { status: row.status, action: row.action });
+  }
+  return null;
 }
 
 async function resolveOnce(
@@ -122,83 +158,69 @@ async function resolveOnce(
   principal: string,
   p: PlansResolveParams,
   opts: ResolveOptions,
-): Promise<ResolveOutcome> {
+): Promise<Result<ResolveOutcome>> {
   // One read of the row, its session and its project: every check below is decided on it, and the
   // write re-checks by version that nothing changed since.
   const found = await readForResolve(db, p.proposalId);
-  if (!found) throw new AppError("PLAN_NOT_FOUND");
+  if (!found) return refuse("PLAN_NOT_FOUND");
+  const checked = checkRequest(found, principal, p);
+  if (checked) return checked;
   const { row, session } = found;
-  if (!canAccess(session, principal)) throw new AppError("FORBIDDEN");
-  if (
-    p.sessionId !== row.session_id ||
-    p.turnId !== row.turn_id ||
-    p.toolCallId !== row.tool_call_id ||
-    row.status === "interrupted"
-  ) {
-    throw new AppError("PLAN_APPROVAL_STALE", undefined, { details: { status: row.status } });
-  }
-  if (p.action !== "approve" && p.action !== "reject") throw new AppError("PLAN_INVALID_ACTION");
-  const mode = p.targetPermissionMode;
-  if (p.action === "approve") {
-    if (mode === undefined || mode === null) throw new AppError("PLAN_PERMISSION_MODE_REQUIRED");
-    if (!(EXECUTION_PERMISSION_MODES as readonly string[]).includes(mode))
-      throw new AppError("PLAN_PERMISSION_MODE_INVALID");
-  }
-  if (row.status !== "pending") {
-    const same = row.action === p.action && (p.action === "reject" || row.target_permission_mode === mode);
-    if (row.status === "expired") throw new AppError("PLAN_APPROVAL_TIMEOUT");
-    if (same) return { kind: "recorded", proposal: proposalView(row) };
-    throw new AppError("PLAN_ALREADY_RESOLVED", undefined, {
-      details: { status: row.status, action: row.action },
-    });
-  }
   const now = clock.date();
   if (row.deadline.getTime() <= now.getTime()) {
-    if (opts.readOnly) throw new AppError("PLAN_APPROVAL_CONFLICT");
+    if (opts.readOnly) return refuse("PLAN_APPROVAL_CONFLICT");
     // The expiry commits even though the caller gets an error: the deadline is absolute.
     const expired = await withTransaction(db, async (tx) => {
       const locked = await lockRow(tx, row.id);
       return locked?.status === "pending" ? expireRow(tx, locked) : locked;
     });
-    return { kind: "recorded", proposal: proposalView(expired ?? row) };
+    return ok({ kind: "recorded", proposal: proposalView(expired ?? row) });
   }
   // The file must still be the plan that was submitted: hashed now, outside any lock, and the
   // write below commits only if the row is still the version that hash was compared with. A
   // mismatch changes nothing (the row stays pending, Reject still works).
-  if (p.action === "approve") await assertArtifactUnchanged(row, session.workspace_root);
-  if (opts.readOnly) throw new AppError("PLAN_APPROVAL_CONFLICT");
-  if (p.version !== undefined && p.version !== row.version) throw new AppError("PLAN_APPROVAL_CONFLICT");
+  if (p.action === "approve") {
+    const unchanged = await artifactUnchanged(row, session.workspace_root);
+    if (!unchanged.ok) return unchanged;
+  }
+  if (opts.readOnly) return refuse("PLAN_APPROVAL_CONFLICT");
+  if (p.version !== undefined && p.version !== row.version) return refuse("PLAN_APPROVAL_CONFLICT");
   const record = opts.record ?? ((write: ResolveWrite) => write(now).then((w) => w.value));
   const statement = p.action === "reject" ? rejectStatement : approveStatement;
+  const mode = p.targetPermissionMode ?? "";
   const write: ResolveWrite = (at) =>
-    statement(db, { row, session, principal, mode: mode ?? "", at }).catch((err: unknown) => {
+    statement(db, { row, session, principal, mode, at }).catch((err: unknown) => {
       if (isConnectionLost(err)) Object.assign(err as object, { inDecision: true });
       throw err;
     });
   try {
-    return await record(write);
+    return ok(await record(write));
   } catch (err) {
+    // The statement refused itself (its row changed since the read) and wrote nothing.
     if (isRefused(err, "PLAN_APPROVAL_CONFLICT"))
-      throw new AppError("PLAN_APPROVAL_CONFLICT", undefined, { details: { raced: true } });
+      return refuse("PLAN_APPROVAL_CONFLICT", undefined, { raced: true });
     throw err;
   }
 }
 /** plans.resolve over the store's pool and clock and its row helpers (plan-rows.ts). */
 export function planResolve(deps: PlanStoreDeps, rows: PlanRows) {
-  return (principal: string, p: PlansResolveParams, opts: ResolveOptions): Promise<ResolveOutcome> =>
+  return (principal: string, p: PlansResolveParams, opts: ResolveOptions): Promise<Result<ResolveOutcome>> =>
     resolve(deps, rows, principal, p, opts);
 }
 
 /** PLAN_ARTIFACT_HASH_MISMATCH unless the plan file holds exactly the submitted bytes (a missing or unsafe file does not). */
-async function assertArtifactUnchanged(row: ApprovalRow, workspaceRoot: string): Promise<void> {
+async function artifactUnchanged(row: ApprovalRow, workspaceRoot: string): Promise<Result<null>> {
   let actual: string | null = null;
   try {
-    actual = sha256Hex(await readPlanArtifact(workspaceRoot, row.artifact_path));
+    const read = await readPlanArtifact(workspaceRoot, row.artifact_path);
+    actual = read.ok ? sha256Hex(read.value) : null;
   } catch {
     actual = null;
   }
-  if (actual !== row.artifact_sha256)
-    throw new AppError("PLAN_ARTIFACT_HASH_MISMATCH", "the plan file changed since it was submitted", {
-      details: { path: row.artifact_path, expected: row.artifact_sha256, actual },
-    });
+  if (actual === row.artifact_sha256) return ok(null);
+  return refuse("PLAN_ARTIFACT_HASH_MISMATCH", "the plan file changed since it was submitted", {
+    path: row.artifact_path,
+    expected: row.artifact_sha256,
+    actual,
+  });
 }

@@ -1,11 +1,14 @@
 // The session machine's Plan steps (docs/architecture.md, "Plans"): EnterPlanMode, ExitPlanMode
 // (submit), plans.resolve and the approval deadline. Each commits in one transaction, then publishes.
+// A refusal is the value the step answers (docs/architecture.md "Refusals"): nothing was committed, and
+// session-machine.ts hands it to the machine as the step's failure (the state stays, the reply is it).
 import type { StepOutput } from "../../../../machines/session.machine.ts";
 import { AppError } from "../../../protocol/app-error.ts";
+import { ok, type Result, refuse } from "../../../protocol/result.ts";
 import type { PlansResolveParams, ProposalView, ToolExecuteResult } from "../../../protocol/schemas.ts";
 import type { Clock } from "../../clock.ts";
 import { appendAudit } from "../../store/audit-log.ts";
-import { type Db, withTransaction } from "../../store/db.ts";
+import { type Db, withRefusableTransaction } from "../../store/db.ts";
 import type { PlanStore } from "../../store/plan-store.ts";
 import type { StoredSessionView } from "../../store/session-store.ts";
 import { enterPlanMode } from "../../store/session-facts.ts";
@@ -45,12 +48,14 @@ async function enterPlan(
   sessionId: string,
   turnId: string,
   toolCallId: string,
-): Promise<StepOutput> {
+): Promise<Result<StepOutput>> {
   const { db, clock, events, audience, publishSession } = deps;
-  await withTransaction(db, async (tx) => {
-    if (!(await enterPlanMode(tx, sessionId, clock.date()))) throw new AppError("PLAN_ALREADY_ACTIVE");
+  const entered = await withRefusableTransaction(db, async (tx) => {
+    if (!(await enterPlanMode(tx, sessionId, clock.date()))) return refuse("PLAN_ALREADY_ACTIVE");
     await appendAudit(tx, { at: clock.date(), sessionId, turnId, toolCallId, action: "plan.enter" });
+    return ok(null);
   });
+  if (!entered.ok) return entered;
   await publishSession(sessionId);
   events.publish(audience(sessionId), "plan.changed", { state: "planning" });
   const result: ToolExecuteResult = {
@@ -74,7 +79,7 @@ async function enterPlan(
       tools: buildTools("plan", { turnKind: "prompt" }, []),
     },
   };
-  return { mode: "plan", result };
+  return ok({ mode: "plan", result });
 }
 
 /** ExitPlanMode: writes the plan file and the pending approval; the turn parks until it is resolved. */
@@ -84,15 +89,17 @@ async function submitPlan(
   turnId: string,
   toolCallId: string,
   args: Record<string, unknown>,
-): Promise<StepOutput> {
+): Promise<Result<StepOutput>> {
   const { plans, events, audience } = deps;
-  const proposal = await plans.submit({
+  const submitted = await plans.submit({
     sessionId,
     turnId,
     toolCallId,
     principal: audience(sessionId).owner,
     args,
   });
+  if (!submitted.ok) return submitted;
+  const proposal = submitted.value;
   events.publish(audience(sessionId), "plan.changed", {
     state: "awaiting_approval",
     action: "submitted",
@@ -114,11 +121,11 @@ async function submitPlan(
       sha256: proposal.sha256,
     },
   };
-  return {
+  return ok({
     pendingProposalId: proposal.proposalId,
     pendingDeadlineMs: new Date(proposal.deadline).getTime(),
     result,
-  };
+  });
 }
 
 /** plans.resolve on the pending approval: approve queues the execution turn, reject returns to planning. */
@@ -127,23 +134,26 @@ async function resolvePlan(
   sessionId: string,
   principal: string,
   params: PlansResolveParams,
-): Promise<StepOutput> {
+): Promise<Result<StepOutput>> {
   const { plans, events, audience } = deps;
   // The decision and its events (turn.ended, plan.changed, and session.changed for an approval,
   // from the committed row) are one statement, published in the session's order of events.
-  const outcome = await plans.resolve(principal, params, {
+  const resolved = await plans.resolve(principal, params, {
     readOnly: false,
     record: (write) => events.publishRows(audience(sessionId), write),
   });
+  if (!resolved.ok) return resolved;
+  const outcome = resolved.value;
   const p = outcome.proposal;
   if (outcome.kind === "approved")
-    return { activeTurnId: outcome.executionTurnId, activeTurnKind: "execution", result: p };
-  if (outcome.kind === "rejected") return { pendingProposalId: null, result: p };
+    return ok({ activeTurnId: outcome.executionTurnId, activeTurnKind: "execution", result: p });
+  if (outcome.kind === "rejected") return ok({ pendingProposalId: null, result: p });
   if (p.status === "expired") {
+    // The expiry committed: the machine leaves the approval, and the caller is told it timed out.
     publishExpired(deps, sessionId, p);
-    return { pendingProposalId: null, result: new AppError("PLAN_APPROVAL_TIMEOUT") };
+    return ok({ pendingProposalId: null, result: new AppError("PLAN_APPROVAL_TIMEOUT") });
   }
-  return { pendingProposalId: p.status === "pending" ? p.proposalId : null, result: p };
+  return ok({ pendingProposalId: p.status === "pending" ? p.proposalId : null, result: p });
 }
 
 /** plans.resolve while no approval is held by the actor: answered read-only from the rows. */
@@ -151,8 +161,9 @@ async function resolveFromRows(
   deps: PlanActorDeps,
   principal: string,
   params: PlansResolveParams,
-): Promise<ProposalView> {
-  return (await deps.plans.resolve(principal, params, { readOnly: true })).proposal;
+): Promise<Result<ProposalView>> {
+  const resolved = await deps.plans.resolve(principal, params, { readOnly: true });
+  return resolved.ok ? ok(resolved.value.proposal) : resolved;
 }
 
 /** The approval deadline passed on the host clock: the row expires and the parked turn ends. */
@@ -166,7 +177,7 @@ async function expirePlan(deps: PlanActorDeps, sessionId: string): Promise<StepO
 export function createPlanActors(deps: PlanActorDeps) {
   return {
     /** EnterPlanMode (see `enterPlan`). */
-    enterPlan: (sessionId: string, turnId: string, toolCallId: string): Promise<StepOutput> =>
+    enterPlan: (sessionId: string, turnId: string, toolCallId: string): Promise<Result<StepOutput>> =>
       enterPlan(deps, sessionId, turnId, toolCallId),
     /** ExitPlanMode (see `submitPlan`). */
     submitPlan: (
@@ -174,12 +185,15 @@ export function createPlanActors(deps: PlanActorDeps) {
       turnId: string,
       toolCallId: string,
       args: Record<string, unknown>,
-    ): Promise<StepOutput> => submitPlan(deps, sessionId, turnId, toolCallId, args),
+    ): Promise<Result<StepOutput>> => submitPlan(deps, sessionId, turnId, toolCallId, args),
     /** plans.resolve on the pending approval (see `resolvePlan`). */
-    resolvePlan: (sessionId: string, principal: string, params: PlansResolveParams): Promise<StepOutput> =>
-      resolvePlan(deps, sessionId, principal, params),
+    resolvePlan: (
+      sessionId: string,
+      principal: string,
+      params: PlansResolveParams,
+    ): Promise<Result<StepOutput>> => resolvePlan(deps, sessionId, principal, params),
     /** plans.resolve answered read-only from the rows (see `resolveFromRows`). */
-    resolveFromRows: (principal: string, params: PlansResolveParams): Promise<ProposalView> =>
+    resolveFromRows: (principal: string, params: PlansResolveParams): Promise<Result<ProposalView>> =>
       resolveFromRows(deps, principal, params),
     /** The approval deadline passed (see `expirePlan`). */
     expirePlan: (sessionId: string): Promise<StepOutput> => expirePlan(deps, sessionId),

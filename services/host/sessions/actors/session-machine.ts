@@ -8,6 +8,7 @@ import {
   type StepOutput,
   sessionMachine,
 } from "../../../../machines/session.machine.ts";
+import { type Result, refusalError } from "../../../protocol/result.ts";
 import type { Clock } from "../../clock.ts";
 import type { FaultInjector } from "./fault-injector.ts";
 import type { SessionActors } from "./session-actors.ts";
@@ -31,6 +32,17 @@ export function provideSessionMachine(deps: SessionMachineDeps) {
       await faults?.enter(name);
       return fn(input);
     });
+  /**
+   * A step that answers its refusal as a value (the plan steps): the refusal becomes the promise
+   * actor's failure, the one way xstate takes a step's onError (the state stays, replyError answers
+   * the request with it); nothing was committed.
+   */
+  const refusableStep = (name: string, fn: (input: StepInput) => Promise<Result<StepOutput>>) =>
+    step(name, async (input) => {
+      const r = await fn(input);
+      if (!r.ok) throw refusalError(r.refusal);
+      return r.value;
+    });
   const sessionOf = (input: StepInput) => input.context.sessionId;
 
   return sessionMachine.provide({
@@ -44,15 +56,15 @@ export function provideSessionMachine(deps: SessionMachineDeps) {
         const { turnId, workerId } = requestOf(i, "CLAIM");
         return steps.claimTurn(i.context, turnId, workerId);
       }),
-      enterPlan: step("enterPlan", (i) => {
+      enterPlan: refusableStep("enterPlan", (i) => {
         const { turnId, toolCallId } = requestOf(i, "ENTER_PLAN");
         return steps.enterPlan(sessionOf(i), turnId, toolCallId);
       }),
-      submitPlan: step("submitPlan", (i) => {
+      submitPlan: refusableStep("submitPlan", (i) => {
         const { turnId, toolCallId, args } = requestOf(i, "SUBMIT_PLAN");
         return steps.submitPlan(sessionOf(i), turnId, toolCallId, args);
       }),
-      resolvePlan: step("resolvePlan", (i) => {
+      resolvePlan: refusableStep("resolvePlan", (i) => {
         const { params, principal } = requestOf(i, "RESOLVE");
         return steps.resolvePlan(sessionOf(i), principal, params);
       }),
@@ -67,7 +79,7 @@ export function provideSessionMachine(deps: SessionMachineDeps) {
       answerResolveFromRows: (_, { event }) => {
         if (event.type !== "RESOLVE") return;
         steps.resolveFromRows(event.principal, event.params).then(
-          (proposal) => event.reply.ok(proposal),
+          (r) => (r.ok ? event.reply.ok(r.value) : event.reply.error(refusalError(r.refusal))),
           (err) => event.reply.error(err),
         );
       },
