@@ -48,6 +48,34 @@ describe("the workspace lock across hosts", () => {
     }
   });
 
+  it("a wait longer than waitMs is refused HOST_OVERLOADED as a value, and the tool does not run", async () => {
+    const hostA = createWorkspaceAdvisoryLocks(stack.db.url, { max: 1 });
+    const hostB = createWorkspaceAdvisoryLocks(stack.db.url, { max: 1, waitMs: 150 });
+    try {
+      const held = gate();
+      const done = gate();
+      const first = hostA.hold("/ws/long", async () => {
+        held.open();
+        await done.opened;
+        return "A ran";
+      });
+      await held.opened;
+      let ran = false;
+      const refused = await hostB.hold("/ws/long", async () => {
+        ran = true;
+      });
+      expect(refused).toMatchObject({ ok: false, refusal: { code: "HOST_OVERLOADED" } });
+      expect(ran).toBe(false);
+      done.open();
+      expect(await first).toEqual({ ok: true, value: "A ran" });
+      // The refused wait left nothing held: B takes the workspace at once now.
+      expect(await hostB.hold("/ws/long", async () => "B ran")).toEqual({ ok: true, value: "B ran" });
+    } finally {
+      await hostA.close();
+      await hostB.close();
+    }
+  });
+
   it("a holder whose connection dies (its host was killed) releases the lock", async () => {
     const hostA = createWorkspaceAdvisoryLocks(stack.db.url, { max: 1 });
     const hostB = createWorkspaceAdvisoryLocks(stack.db.url, { max: 1 });

@@ -4,15 +4,15 @@
 // workspace's real path is held on a connection of its own for the tool's duration; a host that
 // dies drops its connection, and Postgres releases the lock.
 import pg from "pg";
-import { AppError } from "../../protocol/app-error.ts";
+import { ok, type Result, refuse } from "../../protocol/result.ts";
 import { ADVISORY_LOCKS } from "./advisory-locks.ts";
 
 /** Advisory-lock class of workspaces (advisory-locks.ts). */
 const WORKSPACE_LOCK_CLASS = ADVISORY_LOCKS.workspace.key;
 
 export interface WorkspaceAdvisoryLocks {
-  /** Runs `fn` holding the workspace's lock; waiting longer than `waitMs` is a retriable refusal. */
-  hold<T>(workspace: string, fn: () => Promise<T>): Promise<T>;
+  /** Runs `fn` holding the workspace's lock; waiting longer than `waitMs` is refused HOST_OVERLOADED (retriable). */
+  hold<T>(workspace: string, fn: () => Promise<T>): Promise<Result<T>>;
   close(): Promise<void>;
 }
 
@@ -34,25 +34,23 @@ export function createWorkspaceAdvisoryLocks(
   // as ReadyForQuery, after the pool dropped its idle listener), and an unheard 'error' ends the host.
   pool.on("connect", (client) => client.on("error", () => {}));
   return {
-    async hold(workspace, fn) {
+    async hold<T>(workspace: string, fn: () => Promise<T>): Promise<Result<T>> {
       const client = await pool.connect();
       let locked = false;
       try {
         try {
           await client.query("SELECT pg_advisory_lock($1, hashtext($2))", [WORKSPACE_LOCK_CLASS, workspace]);
         } catch (cause) {
+          // lock_not_available: the wait ran out (lock_timeout); any other failure is not a refusal.
           if ((cause as { code?: string }).code === "55P03")
-            throw new AppError(
+            return refuse(
               "HOST_OVERLOADED",
               "another host has been running a tool in this workspace too long",
-              {
-                cause,
-              },
             );
           throw cause;
         }
         locked = true;
-        return await fn();
+        return ok(await fn());
       } finally {
         if (locked)
           await client

@@ -7,6 +7,7 @@ import { promises as fs } from "node:fs";
 import type { BuiltinToolName } from "../../../machines/tool-policy.ts";
 import { AppError } from "../../protocol/app-error.ts";
 import type { ToolExecuteResult } from "../../protocol/schemas.ts";
+import { type Result, unwrap } from "../../protocol/result.ts";
 import { bashDefaultTimeoutMs, runBash } from "./bash-runner.ts";
 import { runBrowserPreview, runNewContext } from "./browser-preview.ts";
 import { createFileHelpers, type FileHelpers, type FileHelpersOptions } from "./file-helper/file-helpers.ts";
@@ -26,7 +27,7 @@ export interface ToolRunnerConfig {
    * Several hosts: the workspace lock across hosts (a Postgres advisory lock the host passes in);
    * held inside this process's own lock, for the tool's duration. Without it, this process only.
    */
-  crossHostLock?: <T>(workspace: string, fn: () => Promise<T>) => Promise<T>;
+  crossHostLock?: <T>(workspace: string, fn: () => Promise<T>) => Promise<Result<T>>;
   /** The pi-host HTTP listeners BrowserPreview pages may not reach, read at each preview (main.ts). */
   previewBlocked?: () => Promise<readonly string[]>;
 }
@@ -157,7 +158,8 @@ export function createToolRunner(config: ToolRunnerConfig): ToolRunner {
       // the workspace (Write, Edit, Bash) run one at a time per workspace, across hosts too.
       if (READ_ONLY.has(tool)) return run();
       const across = config.crossHostLock;
-      return withWorkspaceLock(root, () => (across ? across(root, async () => run()) : run()));
+      // A wait for another host's tool that ran out is HOST_OVERLOADED, thrown as this runner's refusals are.
+      return withWorkspaceLock(root, async () => (across ? unwrap(await across(root, run)) : run()));
     },
     async listPlanFiles(workspaceRoot) {
       const root = await recordedRoot(workspaceRoot);
