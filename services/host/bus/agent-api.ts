@@ -2,6 +2,7 @@
 // heartbeat, turn.end and tools.execute. Every call but claim carries the turn's capability token,
 // checked before anything else; tools.execute then delegates to the tool pipeline (sessions/).
 import { AppError } from "../../protocol/app-error.ts";
+import { unwrap } from "../../protocol/result.ts";
 import { type BodyParts, createBodyParts } from "./body-parts.ts";
 import type { Clock } from "../clock.ts";
 import { redactSecrets } from "../../runtime/secret-redaction.ts";
@@ -210,7 +211,8 @@ async function bodyPart(
   params: unknown,
 ): Promise<ResultOf<"body.part">> {
   authorize(deps.dispatcher, params);
-  return parts.put(decodeParams(BodyPartParams, params));
+  // The worker handlers answer their result or throw (AgentHandler): a refusal unwinds from here.
+  return unwrap(parts.put(decodeParams(BodyPartParams, params)));
 }
 
 /**
@@ -227,7 +229,7 @@ function withParts<M extends AgentMethod>(
     if (typeof p !== "object" || p === null || !("bodyParts" in p)) return handler(params);
     authorize(deps.dispatcher, params);
     const ref = decodeParams(BodyPartsRef, params);
-    const body = parts.take(ref.turnId, ref.bodyParts);
+    const body = unwrap(parts.take(ref.turnId, ref.bodyParts));
     if (body.turnId !== ref.turnId || body.token !== ref.token)
       throw new AppError("INVALID_PARAMS", "a body in parts must carry the turn and token of its request");
     return handler(body);

@@ -1,7 +1,7 @@
 // Bodies in parts are bounded per body, per turn and for the whole host, and freed when their turn's
 // token dies (body-parts.ts): one worker holding many turns cannot park hundreds of megabytes.
 import { describe, expect, it } from "vitest";
-import { isAppError } from "../../protocol/app-error.ts";
+import type { Result } from "../../protocol/result.ts";
 import { createClock } from "../clock.ts";
 import { createBodyParts } from "./body-parts.ts";
 
@@ -14,13 +14,10 @@ const part = (turnId: string, partId: string, index: number, count: number, text
   text,
 });
 
-function codeOf(fn: () => unknown): string | null {
-  try {
-    fn();
-    return null;
-  } catch (err) {
-    return isAppError(err) ? err.code : String(err);
-  }
+/** The refusal's code, or null for a part or body taken (a throw fails the test: refusals are values). */
+function codeOf(fn: () => Result<unknown>): string | null {
+  const r = fn();
+  return r.ok ? null : r.refusal.code;
 }
 
 describe("bodies in parts", () => {
@@ -48,7 +45,7 @@ describe("bodies in parts", () => {
     expect(parts.size()).toBe(1);
     expect(parts.heldChars()).toBe(40);
     parts.put(part("turn_c", "p4", 0, 1, JSON.stringify({ big: "z".repeat(50) })));
-    expect(parts.take("turn_c", "p4")).toEqual({ big: "z".repeat(50) });
+    expect(parts.take("turn_c", "p4")).toEqual({ ok: true, value: { big: "z".repeat(50) } });
     expect(parts.heldChars()).toBe(40);
     expect(codeOf(() => parts.take("turn_a", "p2"))).toBe("INVALID_PARAMS");
   });

@@ -4,8 +4,8 @@
 // per turn, MAX_HOST_PARTS_CHARS for every turn of this host together, gone once assembled, when
 // their turn's token dies (it ends, parks or is revoked: `dropTurn`) or after PARTS_TTL_MS. After a
 // host restart they are gone with the turn itself (the fence ended it).
-import { AppError } from "../../protocol/app-error.ts";
 import { MAX_PARTS_CHARS } from "../../protocol/agent-schemas.ts";
+import { ok, type Result, refuse } from "../../protocol/result.ts";
 import type { BodyPartParams } from "../../protocol/schemas.ts";
 import type { Clock } from "../clock.ts";
 
@@ -46,7 +46,7 @@ export function createBodyParts(deps: { clock: Clock; maxHostChars?: number }) {
 
   return {
     /** Keeps one part (a repeated part replaces itself); refuses what breaks a bound. */
-    put(p: BodyPartParams): { partId: string; received: number } {
+    put(p: BodyPartParams): Result<{ partId: string; received: number }> {
       const now = deps.clock.now();
       sweep(now);
       const k = key(p.turnId, p.partId);
@@ -54,23 +54,20 @@ export function createBodyParts(deps: { clock: Clock; maxHostChars?: number }) {
       if (!b) {
         const ofTurn = [...bodies.values()].filter((x) => x.turnId === p.turnId).length;
         if (ofTurn >= BODIES_PER_TURN)
-          throw new AppError(
-            "INVALID_PARAMS",
-            `at most ${BODIES_PER_TURN} bodies of a turn may wait in parts`,
-          );
+          return refuse("INVALID_PARAMS", `at most ${BODIES_PER_TURN} bodies of a turn may wait in parts`);
         b = { turnId: p.turnId, count: p.count, parts: new Array(p.count), chars: 0, at: now };
         bodies.set(k, b);
       }
       if (b.count !== p.count || p.index >= b.count)
-        throw new AppError("INVALID_PARAMS", `part ${p.index} does not fit a body of ${b.count} parts`);
+        return refuse("INVALID_PARAMS", `part ${p.index} does not fit a body of ${b.count} parts`);
       const chars = b.chars - (b.parts[p.index]?.length ?? 0) + p.text.length;
       if (chars > MAX_PARTS_CHARS) {
         drop(k);
-        throw new AppError("INVALID_PARAMS", `a body in parts holds at most ${MAX_PARTS_CHARS} characters`);
+        return refuse("INVALID_PARAMS", `a body in parts holds at most ${MAX_PARTS_CHARS} characters`);
       }
       if (held - b.chars + chars > maxHostChars) {
         if (b.chars === 0) bodies.delete(k);
-        throw new AppError(
+        return refuse(
           "HOST_OVERLOADED",
           `this host holds ${maxHostChars} characters of bodies in parts at most; retry once bodies are assembled or their turns end`,
         );
@@ -79,25 +76,25 @@ export function createBodyParts(deps: { clock: Clock; maxHostChars?: number }) {
       held += chars - b.chars;
       b.chars = chars;
       b.at = now;
-      return { partId: p.partId, received: b.parts.filter((x) => x !== undefined).length };
+      return ok({ partId: p.partId, received: b.parts.filter((x) => x !== undefined).length });
     },
 
     /** The assembled body, parsed; refused when a part is missing or it is not a JSON object. */
-    take(turnId: string, partId: string): Record<string, unknown> {
+    take(turnId: string, partId: string): Result<Record<string, unknown>> {
       const k = key(turnId, partId);
       const b = bodies.get(k);
       if (!b || b.parts.some((x) => x === undefined))
-        throw new AppError("INVALID_PARAMS", `the body in parts ${partId} is not complete`);
+        return refuse("INVALID_PARAMS", `the body in parts ${partId} is not complete`);
       drop(k);
       let body: unknown;
       try {
         body = JSON.parse(b.parts.join(""));
       } catch {
-        throw new AppError("INVALID_PARAMS", `the body in parts ${partId} is not JSON`);
+        return refuse("INVALID_PARAMS", `the body in parts ${partId} is not JSON`);
       }
       if (typeof body !== "object" || body === null || Array.isArray(body))
-        throw new AppError("INVALID_PARAMS", `the body in parts ${partId} is not a JSON object`);
-      return body as Record<string, unknown>;
+        return refuse("INVALID_PARAMS", `the body in parts ${partId} is not a JSON object`);
+      return ok(body as Record<string, unknown>);
     },
 
     /** Frees every body of a turn whose token died (ended, parked, revoked, lost). */
