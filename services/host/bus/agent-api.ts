@@ -2,7 +2,7 @@
 // heartbeat, turn.end and tools.execute. Every call but claim carries the turn's capability token,
 // checked before anything else; tools.execute then delegates to the tool pipeline (sessions/).
 import { AppError } from "../../protocol/app-error.ts";
-import { unwrap } from "../../protocol/result.ts";
+import { type Result, unwrap } from "../../protocol/result.ts";
 import { type BodyParts, createBodyParts } from "./body-parts.ts";
 import type { Clock } from "../clock.ts";
 import { redactSecrets } from "../../runtime/secret-redaction.ts";
@@ -37,7 +37,8 @@ export type AgentHandler<M extends AgentMethod = AgentMethod> = (params: unknown
 /** Every worker method's handler. */
 export type AgentHandlers = { [M in AgentMethod]: AgentHandler<M> };
 /** A handler of the test hooks (PI_TEST_HOOKS=1), which have no entry in the METHODS table. */
-export type HookHandler = (params: unknown) => Promise<unknown>;
+/** A test hook (test-hooks.ts): its params as sent, its outcome a Result. */
+export type HookHandler = (params: unknown) => Promise<Result<unknown>>;
 
 /** The longest worker-given reason a turn.ended event carries. */
 const TURN_END_REASON_CHARS = 1000;

@@ -4,7 +4,7 @@
 // Replies, errors included, are made in reply.ts and nowhere else.
 import type { Msg, NatsConnection, SubscriptionOptions } from "@nats-io/nats-core";
 import { type Service, type ServiceMsg, Svcm } from "@nats-io/services";
-import { AppError } from "../../protocol/app-error.ts";
+import { refuse } from "../../protocol/result.ts";
 import { decodeJson } from "../../protocol/envelope.ts";
 import { errorFields } from "../../runtime/log.ts";
 import { AGENT_METHODS, type ClientMethod, type MethodSpec, methodSpec } from "../../protocol/methods.ts";
@@ -94,16 +94,14 @@ async function serveRpc(
   ctx: RequestContext,
 ): Promise<unknown> {
   const parsed = parseRpcSubject(deps.prefix, msg.subject);
-  if (!parsed || !SUBJECT_TOKEN.test(parsed.principal))
-    throw new AppError("INVALID_PARAMS", "malformed subject");
+  if (!parsed || !SUBJECT_TOKEN.test(parsed.principal)) return refuse("INVALID_PARAMS", "malformed subject");
   const spec = methodSpec(parsed.method);
   const method = parsed.method as ClientMethod;
   const handler: AnyClientHandler | undefined = Object.hasOwn(deps.client, method)
     ? (deps.client[method] as AnyClientHandler)
     : undefined;
   // Only client methods are served here: a worker method on an rpc subject is unknown.
-  if (spec?.caller !== "person" || !handler)
-    throw new AppError("UNKNOWN_METHOD", `no method ${parsed.method}`);
+  if (spec?.caller !== "person" || !handler) return refuse("UNKNOWN_METHOD", `no method ${parsed.method}`);
   // Decoded once, here; a caller its gate refuses never reaches the handler.
   const params = decodeParams(spec.params, body);
   const gated = await deps.gate(spec, parsed.principal, params, ctx);
@@ -163,7 +161,7 @@ function subscribeForwarded(bus: HostBus, forwarding: Forwarding): void {
       const request = forwarding.received(fwdMsg);
       if (!request) {
         replier.reply(fwdMsg, forwarding.subject, () =>
-          Promise.reject(new AppError("INVALID_PARAMS", "a forwarded request without its subject")),
+          Promise.resolve(refuse("INVALID_PARAMS", "a forwarded request without its subject")),
         );
         return;
       }
@@ -171,7 +169,7 @@ function subscribeForwarded(bus: HostBus, forwarding: Forwarding): void {
       if (route) route.handle(request.msg, request);
       else
         replier.reply(request.msg, forwarding.subject, () =>
-          Promise.reject(new AppError("UNKNOWN_METHOD", "no method for the forwarded subject")),
+          Promise.resolve(refuse("UNKNOWN_METHOD", "no method for the forwarded subject")),
         );
     },
   });
@@ -190,10 +188,10 @@ function addTestEndpoints(bus: HostBus): void {
       onError: null,
       callerOf: () => null,
       serve: async (msg, body) => {
-        if (!deps.test) throw new AppError("TEST_HOOKS_DISABLED");
+        if (!deps.test) return refuse("TEST_HOOKS_DISABLED");
         const hook = msg.subject.slice(head.length);
         const handler = Object.hasOwn(deps.test, hook) ? deps.test[hook] : undefined;
-        if (!handler) throw new AppError("UNKNOWN_METHOD", `no test hook ${hook}`);
+        if (!handler) return refuse("UNKNOWN_METHOD", `no test hook ${hook}`);
         return handler(body);
       },
       specOf: null,

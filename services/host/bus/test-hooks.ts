@@ -1,8 +1,7 @@
 // Test hooks, wired only with PI_TEST_HOOKS=1: `<prefix>.test.<hook>`
 // (the clock, fault injection, crashing a session's actor) and the deliberately broken guard of
 // PI_TEST_BREAK_GUARD. Without PI_TEST_HOOKS=1 nothing here reaches a handler; test hooks are refused.
-import { AppError } from "../../protocol/app-error.ts";
-import { ok } from "../../protocol/result.ts";
+import { ok, type Result, refuse } from "../../protocol/result.ts";
 import { SUBJECT_TOKEN } from "../../protocol/subjects.ts";
 import type { Clock } from "../clock.ts";
 import { createFaultInjector, type FaultInjector } from "../sessions/actors/fault-injector.ts";
@@ -65,58 +64,68 @@ function promptWithoutGuards(deps: TestHookDeps): ClientHandler<"session.prompt"
   };
 }
 
-function num(p: unknown, key: string): number {
+function num(p: unknown, key: string): Result<number> {
   const v = (p as Record<string, unknown> | null)?.[key];
-  if (typeof v !== "number" || !Number.isFinite(v))
-    throw new AppError("INVALID_PARAMS", `${key} must be a number`);
-  return v;
+  return typeof v === "number" && Number.isFinite(v)
+    ? ok(v)
+    : refuse("INVALID_PARAMS", `${key} must be a number`);
 }
 
+function stepName(p: unknown): Result<string> {
+  const step = (p as Record<string, unknown> | null)?.step;
+  return typeof step === "string" && step ? ok(step) : refuse("INVALID_PARAMS", "step must be a step name");
+}
+
+/** Each hook answers a Result, as the client handlers do (bus/reply.ts replies with it). */
 export function createTestHooks(deps: TestHookDeps & { faults: FaultInjector }): Record<string, HookHandler> {
   const { clock, faults, db, sessions, supervisor } = deps;
   return {
-    "clock.get": async () => ({ now: clock.now() }),
+    "clock.get": async () => ok({ now: clock.now() }),
     "clock.set": async (p) => {
-      clock.set(num(p, "now"));
-      return { now: clock.now() };
+      const now = num(p, "now");
+      if (!now.ok) return now;
+      clock.set(now.value);
+      return ok({ now: clock.now() });
     },
     "clock.advance": async (p) => {
-      clock.advance(num(p, "ms"));
-      return { now: clock.now() };
+      const ms = num(p, "ms");
+      if (!ms.ok) return ms;
+      clock.advance(ms.value);
+      return ok({ now: clock.now() });
     },
     "faults.fail": async (p) => {
-      const step = (p as Record<string, unknown> | null)?.step;
-      if (typeof step !== "string" || !step) throw new AppError("INVALID_PARAMS", "step must be a step name");
+      const step = stepName(p);
+      if (!step.ok) return step;
       const count = (p as Record<string, unknown>).count;
-      faults.failNext(step, typeof count === "number" && count > 0 ? count : 1);
-      return { armed: step };
+      faults.failNext(step.value, typeof count === "number" && count > 0 ? count : 1);
+      return ok({ armed: step.value });
     },
     "faults.hold": async (p) => {
-      const step = (p as Record<string, unknown> | null)?.step;
-      if (typeof step !== "string" || !step) throw new AppError("INVALID_PARAMS", "step must be a step name");
-      faults.holdNext(step);
-      return { holding: step };
+      const step = stepName(p);
+      if (!step.ok) return step;
+      faults.holdNext(step.value);
+      return ok({ holding: step.value });
     },
     "faults.held": async (p) => {
       const step = String((p as Record<string, unknown> | null)?.step ?? "");
       await faults.whenHeld(step);
-      return { held: step };
+      return ok({ held: step });
     },
     "faults.release": async (p) => {
       const step = String((p as Record<string, unknown> | null)?.step ?? "");
-      return { released: faults.release(step) };
+      return ok({ released: faults.release(step) });
     },
     "faults.clear": async () => {
       faults.clear();
-      return { cleared: true };
+      return ok({ cleared: true });
     },
     // "Crash an actor": the session's actor throws (its provided injectFault action).
     "actor.fault": async (p) => {
       const sessionId = (p as Record<string, unknown> | null)?.sessionId;
       if (typeof sessionId !== "string" || !SUBJECT_TOKEN.test(sessionId))
-        throw new AppError("INVALID_PARAMS", "sessionId must be a session id");
+        return refuse("INVALID_PARAMS", "sessionId must be a session id");
       await sessions.getRow(db, sessionId);
-      return supervisor.fault(sessionId);
+      return ok(await supervisor.fault(sessionId));
     },
   };
 }
