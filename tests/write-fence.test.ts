@@ -39,17 +39,18 @@ describe("write fence in Postgres", () => {
     await c.connect();
     return c;
   }
+  /** One start's fence of `hostId` on the test's database (a refusal fails the test). */
+  const fence = async (hostId: string) =>
+    unwrap(await runStartupFence({ db: tdb.pool, clock: createClock(), hostId, log: silent }));
   const setting = (c: pg.Client | pg.Pool, key: string) =>
     c.query("INSERT INTO app_settings (key, value) VALUES ($1, '{}')", [key]);
   const keys = async () =>
     (await tdb.pool.query("SELECT key FROM app_settings ORDER BY key")).rows.map((r) => r.key);
 
   it("refuses a stale incarnation on every guarded table, lets the current one and plain connections write", async () => {
-    const fence = unwrap(
-      await runStartupFence({ db: tdb.pool, clock: createClock(), hostId: "hx", log: silent }),
-    );
-    expect(fence.incarnation).toBe(1);
-    unwrap(await runStartupFence({ db: tdb.pool, clock: createClock(), hostId: "hx", log: silent }));
+    const first = await fence("hx");
+    expect(first.incarnation).toBe(1);
+    await fence("hx");
     const stale = await writer("hx", 1);
     const current = await writer("hx", 2);
     const unknown = await writer("nobody", 1);
@@ -113,14 +114,7 @@ describe("write fence in Postgres", () => {
   });
 
   it("the startup fence waits for a write in flight; afterwards that incarnation's writes are refused", async () => {
-    const { incarnation } = unwrap(
-      await runStartupFence({
-        db: tdb.pool,
-        clock: createClock(),
-        hostId: "hy",
-        log: silent,
-      }),
-    );
+    const { incarnation } = await fence("hy");
     const old = await writer("hy", incarnation);
     try {
       await old.query("BEGIN");
@@ -146,18 +140,11 @@ describe("write fence in Postgres", () => {
 
   it("a pool opened as a writer reports the first refusal once", async () => {
     const seen: string[] = [];
-    const { incarnation } = unwrap(
-      await runStartupFence({
-        db: tdb.pool,
-        clock: createClock(),
-        hostId: "hz",
-        log: silent,
-      }),
-    );
+    const { incarnation } = await fence("hz");
     const db = createDb(tdb.url, { writer: { hostId: "hz", incarnation, onFenced: (m) => seen.push(m) } });
     try {
       await db.query("INSERT INTO app_settings (key, value) VALUES ('hz-ok', '{}')");
-      unwrap(await runStartupFence({ db: tdb.pool, clock: createClock(), hostId: "hz", log: silent }));
+      await fence("hz");
       for (const key of ["hz-1", "hz-2"])
         expect(
           isWriteFenced(
