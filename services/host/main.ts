@@ -12,7 +12,7 @@ import { createDrainGate } from "./bus/drain-gate.ts";
 import { reportOrphanArtifacts } from "./store/orphan-artifacts.ts";
 import { clientHandlers } from "./wiring/client-handlers.ts";
 import { closeBus, connectBus } from "./wiring/connections.ts";
-import { migrateAndFence, openWriter, type WriterParts } from "./wiring/fence.ts";
+import { migrateAndFence, openWriter } from "./wiring/fence.ts";
 import { reportSandbox } from "./wiring/sandbox-report.ts";
 import { listenHttp, readinessChecks, serveBus } from "./wiring/serve.ts";
 import {
@@ -20,34 +20,11 @@ import {
   buildStores,
   buildSupervision,
   buildToolPipeline,
-  type CoreDeps,
-  type ModelsAndSchedules,
-  type Stores,
-  type Supervision,
   watchLiveness,
 } from "./wiring/sessions.ts";
-import { handleStops, type StopDeps } from "./wiring/shutdown.ts";
+import { handleStops } from "./wiring/shutdown.ts";
 
 const log = createLogger("host");
-
-/** What start-up built before the host serves: the bus connections, the fenced writer and the session side. */
-interface Built {
-  config: StopDeps["config"];
-  version: string;
-  bus: StopDeps["bus"];
-  fence: StopDeps["fence"];
-  db: StopDeps["db"];
-  metrics: WriterParts["metrics"];
-  notices: WriterParts["notices"];
-  core: CoreDeps;
-  stores: Stores;
-  supervision: Supervision;
-  liveness: StopDeps["liveness"];
-  models: ModelsAndSchedules;
-  maxPayload: number;
-  sandbox: Awaited<ReturnType<typeof reportSandbox>>;
-  tools: ReturnType<typeof buildToolPipeline>;
-}
 
 /** Whether the host serves yet: readiness says not ready until it does. */
 interface ServingState {
@@ -55,7 +32,7 @@ interface ServingState {
 }
 
 /** Connect, migrate and fence, then build the session side; nothing is subscribed yet. */
-async function build(): Promise<Built> {
+async function build() {
   const config = readHostConfig();
   const pkg = JSON.parse(readFileSync(path.resolve(import.meta.dirname, "../../package.json"), "utf8"));
   // NATS first: outside development mode a bus that checks no credentials is refused before the
@@ -88,10 +65,9 @@ async function build(): Promise<Built> {
   const maxPayload = bus.rpcNc.info?.max_payload ?? 1024 * 1024;
   const sandbox = await reportSandbox(config.tools.sandbox, log);
   const tools = buildToolPipeline({ ...core, stores, supervision, metrics, maxPayload });
-  const version: string = pkg.version;
   return {
     config,
-    version,
+    version: pkg.version as string,
     bus,
     fence,
     db,
@@ -107,6 +83,9 @@ async function build(): Promise<Built> {
     tools,
   };
 }
+
+/** What start-up built before the host serves: the bus connections, the fenced writer and the session side. */
+type Built = Awaited<ReturnType<typeof build>>;
 
 /** The health listener, the client handlers and the bus service, and the stops that end them. */
 async function serve(b: Built, state: ServingState) {
