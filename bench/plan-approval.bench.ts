@@ -25,7 +25,7 @@ import type {
 } from "../services/protocol/schemas.ts";
 import { agentSubject } from "../services/protocol/subjects.ts";
 import { unwrap } from "../services/protocol/result.ts";
-import { writePlanArtifact } from "../services/host/store/plan-artifact.ts";
+import { writePlanArtifact } from "../services/host/tools/plan-artifact.ts";
 import { createStack } from "../tests/support/stack.ts";
 import { createTestDatabase } from "../tests/support/test-db.ts";
 import { type Stats, stats } from "./bench-support.ts";

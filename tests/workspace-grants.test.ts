@@ -13,7 +13,7 @@ import { createClock } from "../services/host/clock.ts";
 import { readHostConfig } from "../services/host/host-config.ts";
 import { createDb } from "../services/host/store/db.ts";
 import { createProjectStore } from "../services/host/store/project-store.ts";
-import { foldersFor } from "../services/host/store/workspace-grants.ts";
+import { foldersFor } from "../services/host/tools/workspace-grants.ts";
 import { AppError } from "../services/protocol/app-error.ts";
 import type { ProjectView } from "../services/protocol/schemas.ts";
 import { hostEnv, spawnTs } from "./support/processes.ts";

@@ -10,7 +10,7 @@ import {
   ownFolderAccess,
   parseWorkspaceAccess,
   type WorkspaceAccess,
-} from "./store/workspace-grants.ts";
+} from "./tools/workspace-grants.ts";
 import { forwardTimeoutMs } from "./bus/forward.ts";
 import { hostLivenessConfig } from "./store/host-liveness.ts";
 import { type ToolRunnerConfig, toolRunnerConfigFromEnv } from "./tools/tool-runner.ts";

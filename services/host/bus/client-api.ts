@@ -9,7 +9,7 @@ import { splitProposal } from "../sessions/events/plan-events.ts";
 import type { Db } from "../store/db.ts";
 import type { ClientHandler, ClientHandlers, RequestContext } from "./request-context.ts";
 import type { ClientMethod } from "../../protocol/methods.ts";
-import { readPlanArtifact, sha256Hex } from "../store/plan-artifact.ts";
+import { readPlanArtifact, sha256Hex } from "../tools/plan-artifact.ts";
 import type { PlanStore } from "../store/plan-store.ts";
 import { approversAreMembers } from "../store/project-members.ts";
 import type { ProjectStore } from "../store/project-store.ts";

@@ -6,7 +6,7 @@
 // this scan never opens a workspace folder itself.
 import type { Logger } from "../../runtime/log.ts";
 import type { Db } from "./db.ts";
-import { PLAN_DIR } from "./plan-artifact.ts";
+import { PLAN_DIR } from "../tools/plan-artifact.ts";
 
 /** The names of the files in `<workspaceRoot>/.pi/plan` (not paths); a missing folder lists none. */
 export type ListPlanFiles = (workspaceRoot: string) => Promise<string[]>;

@@ -3,7 +3,7 @@
 import type { ProposalView } from "../../protocol/schemas.ts";
 import { appendAudit } from "./audit-log.ts";
 import { type Tx, withTransaction } from "./db.ts";
-import { readPlanArtifact, sha256Hex } from "./plan-artifact.ts";
+import { readPlanArtifact, sha256Hex } from "../tools/plan-artifact.ts";
 import { type ApprovalRow, type PlanStoreDeps, proposalView } from "./plan-rows.ts";
 
 /**

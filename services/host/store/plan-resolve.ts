@@ -10,7 +10,7 @@ import {
 } from "../../protocol/schemas.ts";
 import { commitOutcomeUnknown, isConnectionLost, withTransaction } from "./db.ts";
 import type { WrittenEvent } from "./event-store.ts";
-import { readPlanArtifact, sha256Hex } from "./plan-artifact.ts";
+import { readPlanArtifact, sha256Hex } from "../tools/plan-artifact.ts";
 import {
   approveStatement,
   isRefused,

@@ -6,7 +6,7 @@ import type { ProposalView } from "../../protocol/schemas.ts";
 import { newId } from "../ids.ts";
 import { appendAudit } from "./audit-log.ts";
 import { type Tx, withRefusableTransaction } from "./db.ts";
-import { type WrittenArtifact, writePlanArtifact } from "./plan-artifact.ts";
+import { type WrittenArtifact, writePlanArtifact } from "../tools/plan-artifact.ts";
 import { type ApprovalRow, type PlanStoreDeps, proposalView } from "./plan-rows.ts";
 
 function isNonEmpty(v: unknown): v is string {

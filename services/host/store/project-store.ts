@@ -21,8 +21,8 @@ import { ok, refuse, type Result } from "../../protocol/result.ts";
 import { newId } from "../ids.ts";
 import { timePosition, timeWindow } from "./keyset-sql.ts";
 import { createProjectMembers, isMemberSql, type ProjectMembers } from "./project-members.ts";
-import { resolveRoot, type RootAccess } from "./project-root.ts";
-import { openAccess, type WorkspaceAccess } from "./workspace-grants.ts";
+import { resolveRoot, type RootAccess } from "../tools/project-root.ts";
+import { openAccess, type WorkspaceAccess } from "../tools/workspace-grants.ts";
 
 interface ProjectRow {
   id: string;

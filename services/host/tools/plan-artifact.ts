@@ -5,7 +5,7 @@ import { createHash } from "node:crypto";
 import path from "node:path";
 import { AppError } from "../../protocol/app-error.ts";
 import { ok, refuse, type Result } from "../../protocol/result.ts";
-import { openPlanDir, PLAN_DIR_REL, type PlanDir } from "../tools/plan-dir.ts";
+import { openPlanDir, PLAN_DIR_REL, type PlanDir } from "./plan-dir.ts";
 
 export const PLAN_DIR = PLAN_DIR_REL;
 export const MAX_PLAN_BYTES = 512 * 1024;
