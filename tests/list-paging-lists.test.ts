@@ -250,7 +250,7 @@ describe("every list is keyset-paged and bounded", () => {
     expect(mine.ids[0]).toBe(p.id); // newest membership first: the one made through the API today
     const listed = await stack.client("alice").call("projects.list", { limit: 1 });
     expect(listed.projects[0]).toMatchObject({ id: p.id, owner: "bob", addedBy: "bob" });
-    expect((await stack.client("carol").call("projects.list", {})) as unknown).toEqual({
+    expect(await stack.client("carol").call("projects.list", {})).toEqual({
       projects: [],
       next: null,
     });

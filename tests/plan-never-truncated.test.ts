@@ -10,7 +10,6 @@ import { readdirSync } from "node:fs";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
 import { callBounded, createPartJoiner } from "../services/agent/bounded-call.ts";
-import type { ContextPage } from "../services/protocol/agent-schemas.ts";
 import { agentClient } from "../services/protocol/rpc-client.ts";
 import type { TurnAssignment } from "../services/protocol/schemas.ts";
 import { approvalRow, approveProposal, newPlanSession, submitted } from "./support/plans.ts";
@@ -40,12 +39,12 @@ async function contextOf(a: TurnAssignment): Promise<unknown[]> {
   let part: number | undefined;
   let pages = 0;
   for (;;) {
-    const page = (await worker.raw("context", {
+    const page = await worker.call("context", {
       turnId: a.turnId,
       token: a.token,
       ...(cursor === undefined ? {} : { cursor }),
       ...(part === undefined ? {} : { part }),
-    })) as ContextPage;
+    });
     pages++;
     expect(Buffer.byteLength(JSON.stringify({ result: page }))).toBeLessThanOrEqual(
       stack.nc.info!.max_payload,

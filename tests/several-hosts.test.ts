@@ -8,7 +8,6 @@
 // - SIGTERM: another host serves the released sessions within a second.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { SessionEvent } from "../services/protocol/events.ts";
-import type { ProposalView } from "../services/protocol/schemas.ts";
 import type { ScriptStep } from "../services/protocol/values.ts";
 import { approveProposal, exitPlanStep, isPlanChanged, newPlanSession, writeStep } from "./support/plans.ts";
 import { hostEnv, type ManagedProcess, spawnTs, startWorker } from "./support/processes.ts";
@@ -42,8 +41,7 @@ async function owner(sessionId: string): Promise<{ hostId: string; epoch: number
   return { hostId: r.rows[0].host_id, epoch: Number(r.rows[0].epoch) };
 }
 
-const plan = async (id: string) =>
-  (await stack.client("alice").call("plans.get", { proposalId: id })) as ProposalView;
+const plan = async (id: string) => stack.client("alice").call("plans.get", { proposalId: id });
 
 /** A Plan session whose prompt parks on a pending plan; the execution runs `after`. */
 async function pendingPlan(name: string, after: ScriptStep[]) {

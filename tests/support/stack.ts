@@ -17,8 +17,6 @@ import { decodeJson, encodeJson, unwrapReply } from "../../services/protocol/env
 import type { SessionEvent } from "../../services/protocol/events.ts";
 import {
   agentClient,
-  createAgentClient,
-  createRpcClient,
   rpcClient,
   type TypedAgentClient,
   type TypedRpcClient,
@@ -36,8 +34,6 @@ export interface Stack {
   dir: string;
   host: ManagedProcess | null;
   worker: ManagedProcess | null;
-  rpc(principal?: string): ReturnType<typeof createRpcClient>;
-  agent: ReturnType<typeof createAgentClient>;
   /** The typed client of `principal` (client methods of the METHODS table; `.raw` for hostile input). */
   client(principal?: string): TypedRpcClient;
   /** The typed agent-worker client of the stack's host (PI_HOST_ID in `env.extra`); `.to(id)` for another. */
@@ -100,16 +96,6 @@ export async function createStack(label: string, opts: { emptyDatabase?: boolean
     dir,
     host: null,
     worker: null,
-    rpc: (principal = "alice") => createRpcClient({ nc, prefix: env.prefix, principal }),
-    /** The agent-worker client of the stack's host (PI_HOST_ID in `env.extra`); `.to(id)` for another. */
-    get agent() {
-      return createAgentClient({
-        nc,
-        prefix: env.prefix,
-        timeoutMs: 10_000,
-        host: env.extra?.PI_HOST_ID ?? TEST_HOST_ID,
-      });
-    },
     client: (principal = "alice") => rpcClient({ nc, prefix: env.prefix, principal }),
     get agentClient() {
       const agents = agentClient({ nc, prefix: env.prefix, timeoutMs: 10_000 });
@@ -267,5 +253,5 @@ export async function addMembers(
   owner = "alice",
 ) {
   for (const principal of principals)
-    await stack.rpc(owner).call("projects.members.add", { projectId, principal });
+    await stack.client(owner).call("projects.members.add", { projectId, principal });
 }
