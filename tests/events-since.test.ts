@@ -19,6 +19,9 @@ import {
 import { eventsSettled, eventually } from "./support/stack.ts";
 import { useStack } from "./support/stack-fixture.ts";
 import { promptAndClaim, refusalCode } from "./support/worker-double.ts";
+import type { ParamsOf } from "../services/protocol/methods.ts";
+
+type SinceParams = ParamsOf<"events.since">;
 
 const stack = useStack("evsince", { host: true });
 
@@ -29,11 +32,11 @@ interface Page {
 }
 
 /** The wire schema types a stored event by its common fields; a page here reads them as session events. */
-const since = (principal: string, params: Record<string, unknown> = {}): Promise<Page> =>
+const since = (principal: string, params: SinceParams = {}): Promise<Page> =>
   stack.client(principal).call("events.since", params) as Promise<Page>;
 
 /** Every page from `after` until `more` is false, once everything committed before is readable. */
-async function drain(principal: string, params: Record<string, unknown> = {}, after: string | 0 = 0) {
+async function drain(principal: string, params: SinceParams = {}, after: string | 0 = 0) {
   await eventsSettled(stack.db.pool);
   const pages: Page[] = [];
   let cursor: string | 0 = after;
@@ -198,7 +201,7 @@ describe("events.since pages", () => {
       { sessionId: "a b" },
       { x: 1 },
     ]) {
-      expect(await refusalCode(since("alice", bad))).toBe("INVALID_PARAMS");
+      expect(await refusalCode(stack.client("alice").raw("events.since", bad))).toBe("INVALID_PARAMS");
     }
   });
 });

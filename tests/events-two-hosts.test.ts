@@ -14,6 +14,7 @@ import type { SessionView } from "../services/protocol/schemas.ts";
 import { hostEnv, type ManagedProcess, spawnTs } from "./support/processes.ts";
 import { eventsSettled } from "./support/stack.ts";
 import { useStack } from "./support/stack-fixture.ts";
+import type { ParamsOf } from "../services/protocol/methods.ts";
 
 const HOSTS = ["w1", "w2"] as const;
 const hosts = new Map<string, ManagedProcess>();
@@ -38,7 +39,7 @@ afterAll(() => {
     expect([id, h.lines.filter((l) => l.includes('"level":"error"'))]).toEqual([id, []]);
 });
 
-const since = (principal: string, params: Record<string, unknown>) =>
+const since = (principal: string, params: ParamsOf<"events.since">) =>
   stack.client(principal).call("events.since", params);
 
 async function ownerOf(sessionId: string): Promise<string> {

@@ -130,7 +130,7 @@ describe("session.list under an approver flood", () => {
     // Carol, no approver of any, reads none; a malformed or foreign position is INVALID_PARAMS.
     expect(await stack.client("carol").call("session.list", {})).toEqual({ sessions: [], next: null });
     for (const before of ["nope", "12", "1.2.3.ses_x"])
-      expect(await refusalCode(alice.call("session.list", { before }))).toBe("INVALID_PARAMS");
+      expect(await refusalCode(alice.raw("session.list", { before }))).toBe("INVALID_PARAMS");
 
     // pihost reads every page; --json is the merged list, each session once.
     const all = new Set([...before, ...meanwhile]);

@@ -37,7 +37,7 @@ describe("the model a client may choose", () => {
     ])
       expect(
         await refusalCode(
-          alice.call("session.create", {
+          alice.raw("session.create", {
             projectId: project.id,
             model: { provider: "local-openai", model: "qwen2.5-coder:7b", ...extra },
           }),
