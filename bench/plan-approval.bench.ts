@@ -15,14 +15,7 @@ import path from "node:path";
 import { DBOS } from "@dbos-inc/dbos-sdk";
 import type pg from "pg";
 import { decodeJson } from "../services/protocol/envelope.ts";
-import type {
-  ProjectView,
-  ProposalView,
-  SessionView,
-  ToolExecuteResult,
-  TurnAssignment,
-  TurnOffer,
-} from "../services/protocol/schemas.ts";
+import type { TurnOffer } from "../services/protocol/schemas.ts";
 import { agentSubject } from "../services/protocol/subjects.ts";
 import { unwrap } from "../services/protocol/result.ts";
 import { writePlanArtifact } from "../services/host/tools/plan-artifact.ts";
@@ -260,14 +253,13 @@ interface Bench {
   samples: Samples;
 }
 
-const claim = (b: Bench, turnId: string) =>
-  b.stack.agent.call<TurnAssignment>("claim", { turnId, workerId: "bench" });
+const claim = (b: Bench, turnId: string) => b.stack.agentClient.call("claim", { turnId, workerId: "bench" });
 
 /** The host's submit and approve, on a Plan session whose turn the bench holds as the worker. */
 async function hostSample(b: Bench, i: number, pick: (s: number[]) => number[] | null): Promise<void> {
-  const alice = b.stack.rpc("alice");
-  const session = await alice.call<SessionView>("session.create", { projectId: b.projectId, mode: "plan" });
-  const { turnId } = await alice.call<{ turnId: string }>("session.prompt", {
+  const alice = b.stack.client("alice");
+  const session = await alice.call("session.create", { projectId: b.projectId, mode: "plan" });
+  const { turnId } = await alice.call("session.prompt", {
     sessionId: session.id,
     text: "plan",
   });
@@ -275,7 +267,7 @@ async function hostSample(b: Bench, i: number, pick: (s: number[]) => number[] |
   const a = await claim(b, turnId);
 
   const submitted = await timed(pick(b.samples.hostSubmit), () =>
-    b.stack.agent.call<ToolExecuteResult>("tools.execute", {
+    b.stack.agentClient.call("tools.execute", {
       sessionId: session.id,
       turnId,
       token: a.token,
@@ -290,7 +282,7 @@ async function hostSample(b: Bench, i: number, pick: (s: number[]) => number[] |
 
   const exec = await timed(pick(b.samples.hostApprove), async () => {
     const t0 = performance.now();
-    const view = await alice.call<ProposalView>("plans.resolve", {
+    const view = await alice.call("plans.resolve", {
       proposalId,
       sessionId: session.id,
       turnId,
@@ -308,7 +300,7 @@ async function hostSample(b: Bench, i: number, pick: (s: number[]) => number[] |
     return assignment;
   });
   // Untimed: end the execution turn so the session is idle and holds no lease.
-  await b.stack.agent.call("turn.end", { turnId: exec.turnId, token: exec.token, status: "completed" });
+  await b.stack.agentClient.call("turn.end", { turnId: exec.turnId, token: exec.token, status: "completed" });
 }
 
 /** The references of one sample: the plan file alone, bare transactions, DBOS. */
@@ -373,9 +365,7 @@ async function main() {
   try {
     await stack.startHost();
     const ws = stack.newWorkspace("bench");
-    const project = await stack
-      .rpc("alice")
-      .call<ProjectView>("projects.create", { name: "bench", workspaceRoot: ws });
+    const project = await stack.client("alice").call("projects.create", { name: "bench", workspaceRoot: ws });
     const offers = offerQueue(stack);
     const total = N + WARMUP;
     await seedReferenceRows(stack, project.id, total);

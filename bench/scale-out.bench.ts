@@ -117,7 +117,7 @@ async function floor(stack: Stack, sessionId: string, round: number): Promise<Ro
 async function newProject(stack: Stack, name: string): Promise<ProjectView> {
   const ws = stack.newWorkspace(name);
   writeFileSync(path.join(ws, "a.txt"), "hello\n");
-  return stack.rpc("alice").call<ProjectView>("projects.create", { name, workspaceRoot: ws });
+  return stack.client("alice").call("projects.create", { name, workspaceRoot: ws });
 }
 
 /**
@@ -125,15 +125,15 @@ async function newProject(stack: Stack, name: string): Promise<ProjectView> {
  * of its own: the host serializes tool calls per workspace, and the point here is the hosts.
  */
 async function claimedTurns(stack: Stack, phase: number) {
-  const alice = stack.rpc("alice");
+  const alice = stack.client("alice");
   const offers = stack.nc.subscribe(agentSubject(stack.env.prefix, "offer"));
   const wanted = new Set<string>();
   const sessions: SessionView[] = [];
   for (let i = 0; i < AUTH_SESSIONS; i++) {
     const project = await newProject(stack, `auth-${phase}-${i}`);
-    const session = await alice.call<SessionView>("session.create", { projectId: project.id, mode: "plan" });
+    const session = await alice.call("session.create", { projectId: project.id, mode: "plan" });
     sessions.push(session);
-    const { turnId } = await alice.call<{ turnId: string }>("session.prompt", {
+    const { turnId } = await alice.call("session.prompt", {
       sessionId: session.id,
       text: "bench",
     });
@@ -144,7 +144,7 @@ async function claimedTurns(stack: Stack, phase: number) {
     const { turnId, host } = decodeJson(m.data) as TurnOffer;
     if (!wanted.delete(turnId)) continue;
     // The claim goes to the host the offer names (the session's owner), as a worker sends it.
-    turns.push(await stack.agent.to(host).call<TurnAssignment>("claim", { turnId, workerId: "bench" }));
+    turns.push(await stack.agentClient.to(host).call("claim", { turnId, workerId: "bench" }));
     if (wanted.size === 0) break;
   }
   offers.unsubscribe();
@@ -156,7 +156,7 @@ async function authorization(stack: Stack, phase: number, running: number, round
   const exec = (i: number, tag: string) => {
     const a = turns[i % turns.length]!;
     const id = `${tag}-${i}`;
-    return stack.agent.to(a.host).call("tools.execute", {
+    return stack.agentClient.to(a.host).call("tools.execute", {
       sessionId: a.sessionId,
       turnId: a.turnId,
       token: a.token,
@@ -192,10 +192,10 @@ const PLAN_SCRIPT = [
 
 /** One cycle on a fresh Plan session: prompt, plan submitted, approve, execution turn ended. */
 async function planCycle(stack: Stack, session: SessionView): Promise<void> {
-  const alice = stack.rpc("alice");
+  const alice = stack.client("alice");
   const events = stack.events(session.id);
   try {
-    const { turnId } = await alice.call<{ turnId: string }>("session.prompt", {
+    const { turnId } = await alice.call("session.prompt", {
       sessionId: session.id,
       text: "plan",
     });
@@ -223,12 +223,12 @@ async function planCycle(stack: Stack, session: SessionView): Promise<void> {
 }
 
 async function planCycles(stack: Stack, phase: number, running: number, round: number): Promise<Row> {
-  const alice = stack.rpc("alice");
+  const alice = stack.client("alice");
   const warm = 2 * PLAN_CONCURRENCY;
   const sessions: SessionView[] = [];
   for (let i = 0; i < warm + PLAN_N; i++)
     sessions.push(
-      await alice.call<SessionView>("session.create", {
+      await alice.call("session.create", {
         projectId: (await newProject(stack, `plan-${phase}-${i}`)).id,
         mode: "plan",
         model: { provider: "scripted", model: "script", script: PLAN_SCRIPT },
@@ -287,7 +287,7 @@ async function main() {
         phase++;
         if (running === 1) {
           const project = await newProject(stack, `floor-${round}`);
-          const s = await stack.rpc("alice").call<SessionView>("session.create", {
+          const s = await stack.client("alice").call("session.create", {
             projectId: project.id,
             mode: "plan",
           });

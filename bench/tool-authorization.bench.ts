@@ -6,7 +6,7 @@
 import { writeFileSync } from "node:fs";
 import path from "node:path";
 import { decodeJson, encodeJson } from "../services/protocol/envelope.ts";
-import type { ProjectView, SessionView, TurnAssignment, TurnOffer } from "../services/protocol/schemas.ts";
+import type { TurnOffer } from "../services/protocol/schemas.ts";
 import { agentSubject } from "../services/protocol/subjects.ts";
 import { createFileHelpers } from "../services/host/tools/file-helper/file-helpers.ts";
 import { sandboxSettingsFromEnv } from "../services/host/tools/sandbox.ts";
@@ -20,21 +20,21 @@ async function main() {
   const stack = await createStack("bench");
   try {
     await stack.startHost();
-    const alice = stack.rpc("alice");
+    const alice = stack.client("alice");
     const ws = stack.newWorkspace("bench");
     writeFileSync(path.join(ws, "a.txt"), "hello\n");
-    const project = await alice.call<ProjectView>("projects.create", { name: "bench", workspaceRoot: ws });
-    const session = await alice.call<SessionView>("session.create", { projectId: project.id, mode: "plan" });
+    const project = await alice.call("projects.create", { name: "bench", workspaceRoot: ws });
+    const session = await alice.call("session.create", { projectId: project.id, mode: "plan" });
     const offers = stack.nc.subscribe(agentSubject(stack.env.prefix, "offer"));
-    const { turnId } = await alice.call<{ turnId: string }>("session.prompt", {
+    const { turnId } = await alice.call("session.prompt", {
       sessionId: session.id,
       text: "bench",
     });
     for await (const m of offers) if ((decodeJson(m.data) as TurnOffer).turnId === turnId) break;
     offers.unsubscribe();
-    const a = await stack.agent.call<TurnAssignment>("claim", { turnId, workerId: "bench" });
+    const a = await stack.agentClient.call("claim", { turnId, workerId: "bench" });
     const exec = (tool: string, args: Record<string, unknown>, id: string) =>
-      stack.agent.call("tools.execute", {
+      stack.agentClient.call("tools.execute", {
         sessionId: a.sessionId,
         turnId,
         token: a.token,

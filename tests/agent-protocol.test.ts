@@ -5,15 +5,11 @@
 import { existsSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
-import type {
-  ProjectView,
-  SessionView,
-  ToolExecuteResult,
-  TurnAssignment,
-} from "../services/protocol/schemas.ts";
+import type { TurnAssignment } from "../services/protocol/schemas.ts";
 import { sandboxIds } from "./support/sandbox.ts";
 import { useStack } from "./support/stack-fixture.ts";
 import { executeTool, promptAndClaim, refusalCode } from "./support/worker-double.ts";
+import type { PermissionMode } from "../services/protocol/modes.ts";
 
 const stack = useStack("agentproto", { host: true });
 
@@ -22,12 +18,12 @@ async function expectCode(p: Promise<unknown>, code: string) {
 }
 
 /** Starts a turn in a fresh session and claims it as the test's own worker. */
-async function liveTurn(mode: "plan" | "agent", permissionMode = "inherit") {
+async function liveTurn(mode: "plan" | "agent", permissionMode: PermissionMode = "inherit") {
   const ws = stack.newWorkspace(`ws-${mode}-${Math.random().toString(36).slice(2, 8)}`);
   writeFileSync(path.join(ws, "notes.md"), "original\n");
-  const alice = stack.rpc("alice");
-  const project = await alice.call<ProjectView>("projects.create", { name: "p", workspaceRoot: ws });
-  const session = await alice.call<SessionView>("session.create", {
+  const alice = stack.client("alice");
+  const project = await alice.call("projects.create", { name: "p", workspaceRoot: ws });
+  const session = await alice.call("session.create", {
     projectId: project.id,
     mode,
     permissionMode,
@@ -53,8 +49,8 @@ describe("agent-worker protocol", () => {
     expect(assignment.token).toMatch(/^tok_/);
     expect(assignment.tools.map((t) => t.name)).toEqual(expect.arrayContaining(["Read", "ExitPlanMode"]));
     expect(assignment.tools.map((t) => t.name)).not.toContain("Write");
-    await expectCode(stack.agent.call("claim", { turnId, workerId: "other" }), "TURN_NOT_CLAIMABLE");
-    const ctx = await stack.agent.call<{ messages: Array<{ role: string; content: unknown }> }>("context", {
+    await expectCode(stack.agentClient.call("claim", { turnId, workerId: "other" }), "TURN_NOT_CLAIMABLE");
+    const ctx = await stack.agentClient.call("context", {
       turnId,
       token: assignment.token,
     });
@@ -106,23 +102,27 @@ describe("agent-worker protocol", () => {
       args: { path: "a.txt", content: "a" },
       batch: [{ toolCallId: "c1", tool: "Write" }],
     };
-    await expectCode(stack.agent.call("tools.execute", base), "TURN_TOKEN_INVALID");
+    await expectCode(stack.agentClient.raw("tools.execute", base), "TURN_TOKEN_INVALID");
     await expectCode(
-      stack.agent.call("tools.execute", { ...base, token: other.assignment.token }),
+      stack.agentClient.call("tools.execute", { ...base, token: other.assignment.token }),
       "TURN_TOKEN_INVALID",
     );
     await expectCode(
-      stack.agent.call("tools.execute", { ...base, token: "tok_forged" }),
+      stack.agentClient.call("tools.execute", { ...base, token: "tok_forged" }),
       "TURN_TOKEN_INVALID",
     );
     await expectCode(
-      stack.agent.call("tools.execute", { ...base, sessionId: other.session.id, token: assignment.token }),
+      stack.agentClient.call("tools.execute", {
+        ...base,
+        sessionId: other.session.id,
+        token: assignment.token,
+      }),
       "TURN_TOKEN_INVALID",
     );
-    await expectCode(stack.agent.call("tools.execute", "not an object"), "TURN_TOKEN_INVALID");
-    await expectCode(stack.agent.call("context", { turnId: assignment.turnId }), "TURN_TOKEN_INVALID");
+    await expectCode(stack.agentClient.raw("tools.execute", "not an object"), "TURN_TOKEN_INVALID");
+    await expectCode(stack.agentClient.raw("context", { turnId: assignment.turnId }), "TURN_TOKEN_INVALID");
     await expectCode(
-      stack.agent.call("heartbeat", { turnId: assignment.turnId, token: other.assignment.token }),
+      stack.agentClient.call("heartbeat", { turnId: assignment.turnId, token: other.assignment.token }),
       "TURN_TOKEN_INVALID",
     );
     expect(existsSync(path.join(ws, "a.txt"))).toBe(false);
@@ -134,7 +134,7 @@ describe("agent-worker protocol", () => {
     expect(again).toEqual(ok);
     expect(readFileSync(path.join(ws, "a.txt"), "utf8")).toBe("changed by someone else");
     // After the turn ends its token is dead.
-    await stack.agent.call("turn.end", {
+    await stack.agentClient.call("turn.end", {
       turnId: assignment.turnId,
       token: assignment.token,
       status: "completed",
@@ -174,13 +174,13 @@ describe("agent-worker protocol", () => {
       token: assignment.token,
       batch,
     };
-    const w = await stack.agent.call<ToolExecuteResult>("tools.execute", {
+    const w = await stack.agentClient.call("tools.execute", {
       ...common,
       toolCallId: "b1",
       tool: "Write",
       args: { path: "b.txt", content: "b" },
     });
-    const e = await stack.agent.call<ToolExecuteResult>("tools.execute", {
+    const e = await stack.agentClient.call("tools.execute", {
       ...common,
       toolCallId: "b2",
       tool: "EnterPlanMode",
@@ -214,11 +214,11 @@ describe("agent-worker protocol", () => {
       stopReason: "toolUse",
       timestamp: 1,
     });
-    await stack.agent.call("append", {
+    await stack.agentClient.call("append", {
       ...auth1,
       messages: [assistant([{ type: "text", text: "before compaction" }])],
     });
-    await stack.agent.call("append", {
+    await stack.agentClient.call("append", {
       ...auth1,
       messages: [
         assistant([{ type: "toolCall", id: "nc1", name: "new_context", arguments: { summary: "S-1" } }]),
@@ -226,12 +226,12 @@ describe("agent-worker protocol", () => {
     });
     const r = await exec(a1, "nc1", "new_context", { summary: "S-1" });
     expect(r).toMatchObject({ isError: false, details: { compacted: true, summary: "S-1" } });
-    await stack.agent.call("append", {
+    await stack.agentClient.call("append", {
       ...auth1,
       messages: [assistant([{ type: "text", text: "after compaction" }])],
     });
     // A worker cannot compact by appending a result the host never produced.
-    await stack.agent.call("append", {
+    await stack.agentClient.call("append", {
       ...auth1,
       messages: [
         {
@@ -245,18 +245,15 @@ describe("agent-worker protocol", () => {
         },
       ],
     });
-    await stack.agent.call("append", {
+    await stack.agentClient.call("append", {
       ...auth1,
       messages: [assistant([{ type: "text", text: "last words" }])],
     });
-    await stack.agent.call("turn.end", { ...auth1, status: "completed" });
+    await stack.agentClient.call("turn.end", { ...auth1, status: "completed" });
 
     const a2 = await promptAndClaim(stack, session.id, "second prompt");
-    const ctx = await stack.agent.call<{
-      messages: Array<{ role: string; content: unknown }>;
-      nextCursor: number | null;
-    }>("context", { turnId: a2.turnId, token: a2.token });
-    const texts = ctx.messages.map((m) =>
+    const ctx = await stack.agentClient.call("context", { turnId: a2.turnId, token: a2.token });
+    const texts = (ctx.messages as Array<{ role: string; content: unknown }>).map((m) =>
       typeof m.content === "string"
         ? `${m.role}: ${m.content}`
         : `${m.role}: ${(m.content as Array<{ text?: string }>).map((c) => c.text ?? "").join("")}`,

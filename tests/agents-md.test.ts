@@ -8,13 +8,7 @@ import { chmodSync, mkdirSync, symlinkSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
 import { decodeJson } from "../services/protocol/envelope.ts";
-import type {
-  ProjectView,
-  ProposalView,
-  SessionView,
-  TurnAssignment,
-  TurnOffer,
-} from "../services/protocol/schemas.ts";
+import type { TurnAssignment, TurnOffer } from "../services/protocol/schemas.ts";
 import { agentSubject } from "../services/protocol/subjects.ts";
 import { openStackDir, sandboxWorkspace, writeSandboxFile } from "./support/sandbox.ts";
 import { useStack } from "./support/stack-fixture.ts";
@@ -43,9 +37,9 @@ const tag = () => randomBytes(6).toString("hex");
 async function sessionOn(mode: "agent" | "plan", prepare: (ws: string) => void) {
   const ws = sandboxWorkspace(stack, `ws-${mode}-${tag()}`);
   prepare(ws);
-  const alice = stack.rpc("alice");
-  const project = await alice.call<ProjectView>("projects.create", { name: "p", workspaceRoot: ws });
-  const session = await alice.call<SessionView>("session.create", {
+  const alice = stack.client("alice");
+  const project = await alice.call("projects.create", { name: "p", workspaceRoot: ws });
+  const session = await alice.call("session.create", {
     projectId: project.id,
     mode,
     permissionMode: "auto",
@@ -59,7 +53,7 @@ async function claimIn(mode: "agent" | "plan", prepare: (ws: string) => void): P
 }
 
 const endTurn = (a: TurnAssignment) =>
-  stack.agent.call("turn.end", { turnId: a.turnId, token: a.token, status: "completed" });
+  stack.agentClient.call("turn.end", { turnId: a.turnId, token: a.token, status: "completed" });
 
 describe("AGENTS.md in the claimed turn's system prompt", () => {
   it("its text is appended under the heading in Agent and in Plan, and re-read at the next claim", async () => {
@@ -174,7 +168,7 @@ describe("AGENTS.md in the claimed turn's system prompt", () => {
     let executionTurnId = "";
     try {
       await stack.nc.flush();
-      const approved = await stack.rpc("alice").call<ProposalView>("plans.resolve", {
+      const approved = await stack.client("alice").call("plans.resolve", {
         proposalId: proposal!.id,
         sessionId: session.id,
         turnId: proposal!.turn_id,
@@ -193,7 +187,7 @@ describe("AGENTS.md in the claimed turn's system prompt", () => {
     } finally {
       offers.unsubscribe();
     }
-    const execution = await stack.agent.call<TurnAssignment>("claim", {
+    const execution = await stack.agentClient.call("claim", {
       turnId: executionTurnId,
       workerId: "testworker",
     });

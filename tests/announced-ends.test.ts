@@ -7,7 +7,7 @@
 import path from "node:path";
 import { describe, expect, it } from "vitest";
 import type { SessionEvent } from "../services/protocol/events.ts";
-import type { ProjectView, SessionView } from "../services/protocol/schemas.ts";
+import type { SessionView } from "../services/protocol/schemas.ts";
 import {
   approvalRow,
   approveProposal,
@@ -19,16 +19,17 @@ import {
 import { eventually } from "./support/stack.ts";
 import { useStack } from "./support/stack-fixture.ts";
 import { promptAndClaim } from "./support/worker-double.ts";
+import type { PermissionMode } from "../services/protocol/modes.ts";
 
 const stack = useStack("ends", { host: true, extra: { PI_TURN_LEASE_MS: "600000" } });
 
 const waitStep = (file: string) => ({ waitForFile: file, text: "never" });
 
-async function agentSession(permissionMode = "auto"): Promise<SessionView> {
+async function agentSession(permissionMode: PermissionMode = "auto"): Promise<SessionView> {
   const ws = stack.newWorkspace(`e-${Math.random().toString(36).slice(2, 8)}`);
-  const alice = stack.rpc("alice");
-  const project = await alice.call<ProjectView>("projects.create", { name: "e", workspaceRoot: ws });
-  return alice.call<SessionView>("session.create", { projectId: project.id, mode: "agent", permissionMode });
+  const alice = stack.client("alice");
+  const project = await alice.call("projects.create", { name: "e", workspaceRoot: ws });
+  return alice.call("session.create", { projectId: project.id, mode: "agent", permissionMode });
 }
 
 const turnRow = async (turnId: string) =>
@@ -40,7 +41,7 @@ describe("every end is announced with its reason", () => {
     const events = stack.events(session.id);
     const a = await promptAndClaim(stack, session.id);
     // A Bash call waits for a person's permission when the host dies.
-    void stack.agent
+    void stack.agentClient
       .call("tools.execute", {
         sessionId: session.id,
         turnId: a.turnId,
@@ -93,7 +94,7 @@ describe("every end is announced with its reason", () => {
     ]);
     const events = stack.events(session.id);
     const worker = await stack.startWorker();
-    await stack.rpc("alice").call("session.prompt", { sessionId: session.id, text: "plan" });
+    await stack.client("alice").call("session.prompt", { sessionId: session.id, text: "plan" });
     const proposal = await submitted(events);
     await approveProposal(stack, proposal, "auto");
     const execTurn = (await approvalRow(stack, proposal.proposalId)).execution_turn_id!;
@@ -122,7 +123,7 @@ describe("every end is announced with its reason", () => {
     const session = await agentSession();
     const events = stack.events(session.id);
     const a = await promptAndClaim(stack, session.id);
-    await stack.agent.call("turn.end", {
+    await stack.agentClient.call("turn.end", {
       turnId: a.turnId,
       token: a.token,
       status: "error",

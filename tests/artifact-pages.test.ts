@@ -10,7 +10,7 @@ import { createClientApi } from "../services/host/bus/client-api.ts";
 import { ok, unwrap } from "../services/protocol/result.ts";
 import { pihost as runPihost } from "./support/cli.ts";
 import { decodeJson, encodeJson } from "../services/protocol/envelope.ts";
-import type { ArtifactContent, ProposalView, ToolExecuteResult } from "../services/protocol/schemas.ts";
+import type { ArtifactContent, ProposalView } from "../services/protocol/schemas.ts";
 import { rpcSubject } from "../services/protocol/subjects.ts";
 import { artifactPages, readArtifact } from "./support/artifacts.ts";
 import { newPlanSession, submitted } from "./support/plans.ts";
@@ -60,7 +60,7 @@ describe("artifacts.read in pages", () => {
     await addMembers(stack, session.projectId, ["bob"]);
     const events = stack.events(session.id);
     const a = await promptAndClaim(stack, session.id);
-    const r = await stack.agent.call<ToolExecuteResult>("tools.execute", {
+    const r = await stack.agentClient.call("tools.execute", {
       sessionId: session.id,
       turnId: a.turnId,
       token: a.token,
@@ -78,7 +78,7 @@ describe("artifacts.read in pages", () => {
   });
 
   it("many small pages reassemble to the exact submitted bytes, page edges inside characters", async () => {
-    const pages = await artifactPages(stack.rpc("alice"), proposal.proposalId, PAGE);
+    const pages = await artifactPages(stack.client("alice"), proposal.proposalId, PAGE);
     expect(pages.length).toBe(Math.ceil(submittedBytes.byteLength / PAGE));
     expect(pages.length).toBeGreaterThan(10);
     const parts = pages.map((p) => Buffer.from(p.data, "base64"));
@@ -169,7 +169,7 @@ describe("artifacts.read in pages", () => {
   });
 
   it("the end is an empty last page; past the end is INVALID_PARAMS", async () => {
-    const alice = stack.rpc("alice");
+    const alice = stack.client("alice");
     const size = submittedBytes.byteLength;
     expect(
       await alice.call("artifacts.read", { proposalId: proposal.proposalId, offset: size }),
@@ -184,13 +184,13 @@ describe("artifacts.read in pages", () => {
     ).toBe("INVALID_PARAMS");
     for (const bad of [{ offset: -1 }, { maxBytes: 0 }, { offset: 1.5 }, { maxBytes: "7000" }]) {
       expect(
-        await refusalCode(alice.call("artifacts.read", { proposalId: proposal.proposalId, ...bad })),
+        await refusalCode(alice.raw("artifacts.read", { proposalId: proposal.proposalId, ...bad })),
       ).toBe("INVALID_PARAMS");
     }
   });
 
   it("a member who is not an approver gets FORBIDDEN on every page", async () => {
-    const bob = stack.rpc("bob");
+    const bob = stack.client("bob");
     const size = submittedBytes.byteLength;
     for (let offset = 0; offset <= size + PAGE; offset += PAGE) {
       expect(
@@ -249,7 +249,7 @@ describe("artifacts.read in pages", () => {
         matchesRecord: false,
       });
       // The host says the same of each page.
-      const read = await readArtifact(stack.rpc("alice"), proposal.proposalId, PAGE);
+      const read = await readArtifact(stack.client("alice"), proposal.proposalId, PAGE);
       expect(read).toMatchObject({
         sha256: sha256(edited),
         recordedSha256: proposal.sha256,

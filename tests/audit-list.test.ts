@@ -2,20 +2,18 @@
 // and of the projects they own, never another person's; settings admins read every row; pages are
 // newest first and resume by `next` without gaps or repeats.
 import { describe, expect, it } from "vitest";
-import type { AuditPage } from "../services/protocol/audit-schemas.ts";
-import type { ProjectView, SessionView } from "../services/protocol/schemas.ts";
 import { addMembers } from "./support/stack.ts";
 import { useStack } from "./support/stack-fixture.ts";
 
 const stack = useStack("auditlist", { extra: { PI_SETTINGS_ADMINS: "auditor" }, host: true });
 
 async function aliceSession(approvers: string[] = []) {
-  const alice = stack.rpc("alice");
+  const alice = stack.client("alice");
   const ws = stack.newWorkspace(`ws-${Math.random().toString(36).slice(2, 8)}`);
-  const project = await alice.call<ProjectView>("projects.create", { name: "audited", workspaceRoot: ws });
+  const project = await alice.call("projects.create", { name: "audited", workspaceRoot: ws });
   // Approvers must be members of the project.
   await addMembers(stack, project.id, approvers);
-  const session = await alice.call<SessionView>("session.create", {
+  const session = await alice.call("session.create", {
     projectId: project.id,
     mode: "agent",
     approvers,
@@ -24,7 +22,7 @@ async function aliceSession(approvers: string[] = []) {
 }
 
 const list = (principal: string, params: Record<string, unknown> = {}) =>
-  stack.rpc(principal).call<AuditPage>("audit.list", params);
+  stack.client(principal).call("audit.list", params);
 
 describe("audit.list", () => {
   it("the owner reads her session's and project's rows; another person reads none of them", async () => {

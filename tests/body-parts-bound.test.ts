@@ -7,7 +7,7 @@
 import { describe, expect, it } from "vitest";
 import { MAX_HOST_PARTS_CHARS } from "../services/host/bus/body-parts.ts";
 import { MAX_PARTS_CHARS } from "../services/protocol/agent-schemas.ts";
-import type { ProjectView, TurnAssignment } from "../services/protocol/schemas.ts";
+import type { TurnAssignment } from "../services/protocol/schemas.ts";
 import { agentTurnIn, sandboxWorkspace } from "./support/sandbox.ts";
 import { useStack } from "./support/stack-fixture.ts";
 import { refusalCode } from "./support/worker-double.ts";
@@ -21,9 +21,7 @@ describe("bodies in parts on one host", () => {
     const chunk = "p".repeat(Math.floor(max / 2));
     const perBody = Math.floor(MAX_PARTS_CHARS / chunk.length);
     const ws = sandboxWorkspace(stack, "parts");
-    const project = await stack
-      .rpc("alice")
-      .call<ProjectView>("projects.create", { name: "parts", workspaceRoot: ws });
+    const project = await stack.client("alice").call("projects.create", { name: "parts", workspaceRoot: ws });
     const turns: TurnAssignment[] = [];
     for (let i = 0; i < 6; i++) turns.push(await agentTurnIn(stack, project.id));
 
@@ -32,7 +30,7 @@ describe("bodies in parts on one host", () => {
     flood: for (const [t, a] of turns.entries())
       for (let body = 0; body < 8; body++)
         for (let index = 0; index < perBody; index++) {
-          const sent = stack.agent.call("body.part", {
+          const sent = stack.agentClient.call("body.part", {
             turnId: a.turnId,
             token: a.token,
             partId: `b${t}_${body}`,
@@ -54,15 +52,15 @@ describe("bodies in parts on one host", () => {
     expect(accepted).toBeLessThanOrEqual(MAX_HOST_PARTS_CHARS);
     expect(accepted).toBeGreaterThan(MAX_HOST_PARTS_CHARS - 2 * chunk.length);
     // The host is up and serves the turns as before.
-    await stack.agent.call("heartbeat", { turnId: turns[0]!.turnId, token: turns[0]!.token });
+    await stack.agentClient.call("heartbeat", { turnId: turns[0]!.turnId, token: turns[0]!.token });
 
     // Their turns end: everything they parked is freed, so a new turn parks the whole bound again.
     for (const a of turns)
-      await stack.agent.call("turn.end", { turnId: a.turnId, token: a.token, status: "completed" });
+      await stack.agentClient.call("turn.end", { turnId: a.turnId, token: a.token, status: "completed" });
     const next = await agentTurnIn(stack, project.id);
     let again = 0;
     for (let index = 0; again + chunk.length <= MAX_HOST_PARTS_CHARS / 2; index++) {
-      await stack.agent.call("body.part", {
+      await stack.agentClient.call("body.part", {
         turnId: next.turnId,
         token: next.token,
         partId: `n${Math.floor(index / perBody)}`,

@@ -43,7 +43,7 @@ async function allContext(a: TurnAssignment): Promise<unknown[]> {
   let cursor: number | null = 0;
   let part: number | undefined;
   while (cursor !== null) {
-    const page: ContextPage = await stack.agent.call<ContextPage>("context", {
+    const page: ContextPage = await stack.agentClient.call("context", {
       turnId: a.turnId,
       token: a.token,
       cursor,
@@ -93,7 +93,7 @@ describe("nothing the host sends exceeds max_payload", () => {
     expect(bytes({ result: glob })).toBeLessThanOrEqual(Math.floor(maxPayload() / 4));
 
     // A retry of the Read gets the recorded (bounded) result, not a crash.
-    const again = await stack.agent.call<ToolExecuteResult>("tools.execute", {
+    const again = await stack.agentClient.call("tools.execute", {
       sessionId: a.sessionId,
       turnId: a.turnId,
       token: a.token,
@@ -126,7 +126,7 @@ describe("nothing the host sends exceeds max_payload", () => {
     // Still the same host, and the session's next turn works.
     expect(stack.host!.child.pid).toBe(pid);
     expect(stack.host!.child.exitCode).toBeNull();
-    await stack.agent.call("turn.end", {
+    await stack.agentClient.call("turn.end", {
       turnId: a.turnId,
       token: a.token,
       status: "completed",

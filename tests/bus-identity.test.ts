@@ -10,15 +10,8 @@ import { generateNatsConfig } from "../services/cli/nats-config.ts";
 import { parseTeam, type Secrets } from "../services/cli/nats-team.ts";
 import { decodeJson, encodeJson } from "../services/protocol/envelope.ts";
 import type { SessionEvent } from "../services/protocol/events.ts";
-import { createAgentClient, createRpcClient } from "../services/protocol/rpc-client.ts";
-import type {
-  ProjectView,
-  ProposalView,
-  SessionView,
-  ToolExecuteResult,
-  TurnAssignment,
-  TurnOffer,
-} from "../services/protocol/schemas.ts";
+import { agentClient, rpcClient } from "../services/protocol/rpc-client.ts";
+import type { TurnAssignment, TurnOffer } from "../services/protocol/schemas.ts";
 import {
   agentSubject,
   workerHostSubject,
@@ -92,9 +85,8 @@ function capture(nc: NatsConnection, subject: string, queue?: string) {
 }
 
 const person = (nc: NatsConnection, principal: string) =>
-  createRpcClient({ nc, prefix, principal, timeoutMs: 10_000 });
-const worker = (nc: NatsConnection) =>
-  createAgentClient({ nc, prefix, timeoutMs: 10_000, host: TEAM_HOST_ID });
+  rpcClient({ nc, prefix, principal, timeoutMs: 10_000 });
+const worker = (nc: NatsConnection) => agentClient({ nc, prefix, timeoutMs: 10_000 }).to(TEAM_HOST_ID);
 
 async function auditRefusals(): Promise<Array<{ principal: string | null; reason: string; reply: string }>> {
   const r = await stack.db.pool.query(
@@ -146,8 +138,8 @@ async function claimedPlanTurn(
 ): Promise<{ sessionId: string; a: TurnAssignment; w: NatsConnection }> {
   const alice = person(await as("alice"), "alice");
   const ws = stack.newWorkspace(`alice/ws-${Math.random().toString(36).slice(2, 8)}`);
-  const project = await alice.call<ProjectView>("projects.create", { name: "p", workspaceRoot: ws });
-  const session = await alice.call<SessionView>("session.create", {
+  const project = await alice.call("projects.create", { name: "p", workspaceRoot: ws });
+  const session = await alice.call("session.create", {
     projectId: project.id,
     mode: "plan",
     permissionMode: "ask",
@@ -155,13 +147,13 @@ async function claimedPlanTurn(
   const w = await as(workerName);
   const offers = w.subscribe(agentSubject(prefix, "offer"), { queue: WORKER_QUEUE });
   subs.push(offers);
-  const { turnId } = await alice.call<{ turnId: string }>("session.prompt", {
+  const { turnId } = await alice.call("session.prompt", {
     sessionId: session.id,
     text: "go",
   });
   for await (const m of offers) if ((decodeJson(m.data) as TurnOffer).turnId === turnId) break;
   offers.unsubscribe();
-  const a = await worker(w).call<TurnAssignment>("claim", { turnId, workerId: workerName });
+  const a = await worker(w).call("claim", { turnId, workerId: workerName });
   return { sessionId: session.id, a, w };
 }
 
@@ -216,7 +208,7 @@ describe("replies go only to the caller (clause 1)", () => {
     expect(aliceInbox.got).toEqual([]);
     expect(cancels.got).toEqual([]);
     // The refused heartbeat did nothing either way, and the turn is still wa's.
-    const hb = await worker(wa).call<{ ok: boolean }>("heartbeat", { turnId: a.turnId, token: a.token });
+    const hb = await worker(wa).call("heartbeat", { turnId: a.turnId, token: a.token });
     expect(hb.ok).toBe(true);
   });
 
@@ -248,7 +240,7 @@ describe("private inboxes and no JetStream for people (clauses 2 and 3)", () => 
     const taps = ["_INBOX.>", "_INBOX.*.>", `${inboxPrefix("alice")}.>`, ">", "$JS.API.>"].map((s) =>
       capture(mallory, s),
     );
-    const submitted = await worker(w).call<ToolExecuteResult>("tools.execute", {
+    const submitted = await worker(w).call("tools.execute", {
       sessionId,
       turnId: a.turnId,
       token: a.token,
@@ -259,8 +251,7 @@ describe("private inboxes and no JetStream for people (clauses 2 and 3)", () => 
     });
     expect(submitted.isError).toBe(false);
     const alice = person(await as("alice"), "alice");
-    const [proposal] = (await alice.call<{ proposals: ProposalView[] }>("plans.pending", { sessionId }))
-      .proposals;
+    const [proposal] = (await alice.call("plans.pending", { sessionId })).proposals;
     const artifact = await readArtifact(alice, proposal!.proposalId);
     expect(artifact.content).toBe("# The secret plan\n");
     for (const t of taps) {
@@ -273,11 +264,11 @@ describe("private inboxes and no JetStream for people (clauses 2 and 3)", () => 
     await expect(mallory.request("$JS.API.INFO", encodeJson({}), { timeout: 1_000 })).rejects.toThrow();
     const m = person(mallory, "mallory");
     expect(await refusalCode(m.call("events.since", { sessionId }))).toBe("FORBIDDEN");
-    expect((await m.call<{ events: unknown[] }>("events.since", {})).events).toEqual([]);
+    expect((await m.call("events.since", {})).events).toEqual([]);
     expect(await refusalCode(m.call("artifacts.read", { proposalId: proposal!.proposalId }))).toBe(
       "FORBIDDEN",
     );
-    const session = await alice.call<SessionView>("session.get", { sessionId });
+    const session = await alice.call("session.get", { sessionId });
     expect(await refusalCode(m.call("projects.get", { projectId: session.projectId }))).toBe("FORBIDDEN");
     expect(await refusalCode(m.call("session.create", { projectId: session.projectId }))).toBe("FORBIDDEN");
     // mallory cannot speak as alice: the server refuses the publish, the host never sees it.
@@ -362,8 +353,8 @@ describe("a real worker and the CLI under the generated users", () => {
       const aliceNc = await as("alice");
       const alice = person(aliceNc, "alice");
       const ws = stack.newWorkspace("alice/real-worker");
-      const project = await alice.call<ProjectView>("projects.create", { name: "r", workspaceRoot: ws });
-      const session = await alice.call<SessionView>("session.create", {
+      const project = await alice.call("projects.create", { name: "r", workspaceRoot: ws });
+      const session = await alice.call("session.create", {
         projectId: project.id,
         mode: "plan",
         permissionMode: "auto",
@@ -387,7 +378,7 @@ describe("a real worker and the CLI under the generated users", () => {
         "the plan awaiting approval",
       );
       // A turn the host revokes reaches this worker on its own cancel subject.
-      const waiting = await alice.call<SessionView>("session.create", {
+      const waiting = await alice.call("session.create", {
         projectId: project.id,
         mode: "agent",
         permissionMode: "auto",
@@ -397,7 +388,7 @@ describe("a real worker and the CLI under the generated users", () => {
           script: [{ waitForFile: path.join(ws, "never"), text: "x" }],
         },
       });
-      const { turnId } = await alice.call<{ turnId: string }>("session.prompt", {
+      const { turnId } = await alice.call("session.prompt", {
         sessionId: waiting.id,
         text: "wait",
       });

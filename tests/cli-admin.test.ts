@@ -70,7 +70,7 @@ describe("pihost settings", () => {
       "default permission mode: ask",
     ]);
     const shown = await cli(["--json", "settings", "show"]);
-    expect(jsonOut(shown)).toEqual(await stack.rpc("alice").call("settings.get"));
+    expect(jsonOut(shown)).toEqual(await stack.client("alice").call("settings.get"));
 
     expect(ok(await cli(["settings", "set", "--default-mode", "plan"]))).toEqual([
       "default mode:            plan",
@@ -96,7 +96,7 @@ describe("pihost settings", () => {
         await cli(["settings", "set", "--default-mode", "agent", "--default-permission-mode", "ask"], "bob"),
       ),
     ).toEqual(["default mode:            agent", "default permission mode: ask"]);
-    expect(await stack.rpc("alice").call("settings.get")).toEqual({
+    expect(await stack.client("alice").call("settings.get")).toEqual({
       defaultMode: "agent",
       defaultPermissionMode: "ask",
     });
@@ -163,11 +163,11 @@ describe("pihost scheduled", () => {
       `${quietId}  disabled  0 9 * * 1-5 (Europe/Berlin)  next none  agent/inherit  project ${projectId}  "second"`,
     );
     expect(jsonOut(await cli(["--json", "scheduled", "list"]))).toEqual(
-      await stack.rpc("alice").call("scheduled.list"),
+      await stack.client("alice").call("scheduled.list"),
     );
-    const secondTask = (
-      await stack.rpc("alice").call<{ tasks: ScheduledTaskView[] }>("scheduled.list")
-    ).tasks.find((t) => t.id === quietId);
+    const secondTask = (await stack.client("alice").call("scheduled.list")).tasks.find(
+      (t) => t.id === quietId,
+    );
     expect(secondTask?.prompt).toBe("from a file\nsecond line");
     expect(ok(await cli(["scheduled", "list"], "bob"))).toEqual(["no scheduled tasks"]);
 
@@ -220,7 +220,7 @@ describe("pihost scheduled", () => {
       new RegExp(`^${runId}  (running|completed)  manual  scheduled for \\S+  session \\S+  turn \\S+`),
     );
     expect(jsonOut(await cli(["--json", "scheduled", "runs", taskId, "--limit", "1"]))).toEqual(
-      await stack.rpc("alice").call("scheduled.runs", { taskId, limit: 1 }),
+      await stack.client("alice").call("scheduled.runs", { taskId, limit: 1 }),
     );
 
     // bob: every change, run and read of alice's task is FORBIDDEN.
@@ -302,7 +302,7 @@ describe("pihost plugins", () => {
     const f = file("manifest.json", JSON.stringify(manifest));
     expect(ok(await cli(["plugins", "register", f]))).toEqual([
       'plugin cliecho "CLI Echo": enabled, registered by alice, updated ' +
-        (await stack.rpc("alice").call<{ plugins: PluginView[] }>("plugins.list")).plugins[0]!.updatedAt,
+        (await stack.client("alice").call("plugins.list")).plugins[0]!.updatedAt,
       '  tool cliecho (low risk): "Echo the text back."',
       '  tool clipeek (medium risk): "Peek."',
     ]);
@@ -313,7 +313,7 @@ describe("pihost plugins", () => {
       'cliecho  enabled   2 tools: cliecho (low), clipeek (medium)  "CLI Echo"',
     ]);
     expect(jsonOut(await cli(["--json", "plugins", "list"]))).toEqual(
-      await stack.rpc("alice").call("plugins.list"),
+      await stack.client("alice").call("plugins.list"),
     );
 
     for (const [verb, state] of [
@@ -365,7 +365,7 @@ describe("pihost project members", () => {
     expect(listed[0]).toBe(`project ${projectId}: owner alice, 1 member`);
     expect(listed[1]).toMatch(/^ {2}alice {2}owner {2}added \S+( by alice)?$/);
     expect(jsonOut(await cli(["--json", "project", "members", projectId]))).toEqual(
-      await stack.rpc("alice").call("projects.members.list", { projectId }),
+      await stack.client("alice").call("projects.members.list", { projectId }),
     );
 
     await refused(["project", "members", projectId], "FORBIDDEN", "bob");
@@ -411,7 +411,7 @@ describe("pihost audit", () => {
     ok(await cli(["project", "members", "add", projectId, "bob"]));
     ok(await cli(["project", "members", "remove", projectId, "bob"]));
 
-    const all = await stack.rpc("alice").call<AuditPage>("audit.list", { projectId });
+    const all = await stack.client("alice").call("audit.list", { projectId });
     expect(all.entries.map((e) => e.action)).toEqual([
       "project.members.remove",
       "project.members.add",
@@ -436,7 +436,7 @@ describe("pihost audit", () => {
     expect(rest[0]).toMatch(new RegExp(`^${all.entries[2]!.id}  .*  project\\.create  `));
 
     const j = jsonOut(await cli(["--json", "audit", "--project", projectId, "--limit", "2"])) as AuditPage;
-    expect(j).toEqual(await stack.rpc("alice").call("audit.list", { projectId, limit: 2 }));
+    expect(j).toEqual(await stack.client("alice").call("audit.list", { projectId, limit: 2 }));
     expect(j.next).toBe(all.entries[1]!.id);
 
     // Bob reads only the rows that name him: who added and removed him (docs/protocol.md "Audit").

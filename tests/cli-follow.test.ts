@@ -7,23 +7,24 @@ import { spawnSync } from "node:child_process";
 import net from "node:net";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
-import type { ProjectView, SessionView } from "../services/protocol/schemas.ts";
+import type { SessionView } from "../services/protocol/schemas.ts";
 import type { ScriptStep } from "../services/protocol/values.ts";
 import { jsonError, pihost, startPihost } from "./support/cli.ts";
 import { REPO_ROOT } from "./support/processes.ts";
 import { eventually } from "./support/stack.ts";
 import { useStack } from "./support/stack-fixture.ts";
+import type { Mode, PermissionMode } from "../services/protocol/modes.ts";
 
 const stack = useStack("cli-follow", { host: true, worker: true });
 
 async function session(
   script: ScriptStep[],
-  opts: { permissionMode?: string; mode?: string } = {},
+  opts: { permissionMode?: PermissionMode; mode?: Mode } = {},
 ): Promise<SessionView> {
-  const alice = stack.rpc("alice");
+  const alice = stack.client("alice");
   const ws = stack.newWorkspace(`ws-${Math.random().toString(36).slice(2, 8)}`);
-  const project = await alice.call<ProjectView>("projects.create", { name: "follow", workspaceRoot: ws });
-  return alice.call<SessionView>("session.create", {
+  const project = await alice.call("projects.create", { name: "follow", workspaceRoot: ws });
+  return alice.call("session.create", {
     projectId: project.id,
     mode: opts.mode ?? "agent",
     permissionMode: opts.permissionMode ?? "ask",
@@ -112,7 +113,7 @@ describe("pihost prompt and watch while a person is needed", () => {
 
   it("a watch started while a prompt waits says so first", async () => {
     const s = await session(BASH_THEN_TEXT);
-    const { turnId } = await stack.rpc("alice").call<{ turnId: string }>("session.prompt", {
+    const { turnId } = await stack.client("alice").call("session.prompt", {
       sessionId: s.id,
       text: "go",
     });
@@ -122,7 +123,7 @@ describe("pihost prompt and watch while a person is needed", () => {
     expect(w.code).toBe(0);
     expect(w.stdout).toMatch(/^permission needed: Bash \(\w+\) in session \S+ until /m);
     expect(w.stdout).toMatch(/^ {2}answer: pihost permissions allow req_\S+/m);
-    await stack.rpc("alice").call("session.abort", { sessionId: s.id });
+    await stack.client("alice").call("session.abort", { sessionId: s.id });
     await events.waitFor((e) => e.type === "turn.ended" && (e as { turnId?: string }).turnId === turnId);
   });
 });
@@ -184,7 +185,7 @@ describe("no worker, a host restart, a lost connection", () => {
     }
     // The worker's return may still be settling the sessions: an abort may be asked to retry.
     for (const id of [s.id, s2.id])
-      await eventually(() => stack.rpc("alice").call("session.abort", { sessionId: id }), 15_000);
+      await eventually(() => stack.client("alice").call("session.abort", { sessionId: id }), 15_000);
   });
 
   it("a follower across a host restart prints the fenced end within seconds and exits 4", async () => {
@@ -213,7 +214,7 @@ describe("no worker, a host restart, a lost connection", () => {
       const watch = startPihost(stack, ["--json", "watch", s.id, "--for", "60"], "alice", {
         env: { NATS_URL: proxy.url, PI_PREFIX: stack.env.prefix, PI_PRINCIPAL: "alice" },
       });
-      const alice = stack.rpc("alice");
+      const alice = stack.client("alice");
       const events = stack.events(s.id);
       await new Promise((r) => setTimeout(r, 300)); // subscribed (the watch printed nothing in --json)
       await alice.call("session.prompt", { sessionId: s.id, text: "first" });

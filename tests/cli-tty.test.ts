@@ -6,8 +6,7 @@ import { execFileSync } from "node:child_process";
 import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import type { SessionEvent } from "../services/protocol/events.ts";
-import type { PermissionRequestView } from "../services/protocol/permission-schemas.ts";
-import type { ProjectView, ProposalView, SessionView } from "../services/protocol/schemas.ts";
+import type { SessionView } from "../services/protocol/schemas.ts";
 import type { ScriptStep } from "../services/protocol/values.ts";
 import { pihost } from "./support/cli.ts";
 import { exitPlanStep, isPlanChanged, newPlanSession } from "./support/plans.ts";
@@ -67,10 +66,10 @@ afterEach(() => {
 });
 
 async function agentSession(script: ScriptStep[]): Promise<SessionView> {
-  const alice = stack.rpc("alice");
+  const alice = stack.client("alice");
   const ws = stack.newWorkspace(`tty-${Math.random().toString(36).slice(2, 8)}`);
-  const project = await alice.call<ProjectView>("projects.create", { name: "tty", workspaceRoot: ws });
-  return alice.call<SessionView>("session.create", {
+  const project = await alice.call("projects.create", { name: "tty", workspaceRoot: ws });
+  return alice.call("session.create", {
     projectId: project.id,
     mode: "agent",
     permissionMode: "ask",
@@ -114,11 +113,9 @@ describe("on a terminal", () => {
     await t.shows(/EXIT=130/);
     expect(t.screen()).toContain(`left pending: ${m[1]}`);
     expect(t.screen(true)).not.toContain(ESC);
-    const { requests } = await stack
-      .rpc("alice")
-      .call<{ requests: PermissionRequestView[] }>("permissions.pending", { sessionId: s.id });
+    const { requests } = await stack.client("alice").call("permissions.pending", { sessionId: s.id });
     expect(requests.map((r) => r.requestId)).toEqual([m[1]]);
-    await stack.rpc("alice").call("session.abort", { sessionId: s.id });
+    await stack.client("alice").call("session.abort", { sessionId: s.id });
   });
 
   it("end of input (Ctrl-D) at the question leaves the prompt pending and keeps following", async () => {
@@ -140,7 +137,7 @@ describe("on a terminal", () => {
       { text: "Ran." },
     ]);
     const events = stack.events(session.id);
-    await stack.rpc("alice").call("session.prompt", { sessionId: session.id, text: "plan it" });
+    await stack.client("alice").call("session.prompt", { sessionId: session.id, text: "plan it" });
     const awaiting = (await events.waitFor(
       (e) => isPlanChanged(e) && e.state === "awaiting_approval",
     )) as SessionEvent<"plan.changed">;
@@ -152,9 +149,9 @@ describe("on a terminal", () => {
     expect(refused.stderr).toMatch(
       /^error USAGE: approve needs --mode ask\|accept-edits\|auto; no mode is ever assumed/,
     );
-    expect(
-      (await stack.rpc("alice").call<ProposalView>("plans.get", { proposalId: proposal.proposalId })).status,
-    ).toBe("pending");
+    expect((await stack.client("alice").call("plans.get", { proposalId: proposal.proposalId })).status).toBe(
+      "pending",
+    );
 
     const t = terminal("approve", ["plans", "approve", proposal.proposalId]);
     await t.shows(/mode \[1-3, Enter = ask\]:/);
@@ -171,9 +168,7 @@ describe("on a terminal", () => {
     expect(t.screen()).toMatch(
       new RegExp(`^plan approved: ${proposal.proposalId} \\(permission mode ask\\)`, "m"),
     );
-    const after = await stack
-      .rpc("alice")
-      .call<ProposalView>("plans.get", { proposalId: proposal.proposalId });
+    const after = await stack.client("alice").call("plans.get", { proposalId: proposal.proposalId });
     expect(after).toMatchObject({ status: "approved", targetPermissionMode: "ask" });
   });
 });

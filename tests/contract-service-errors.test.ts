@@ -52,7 +52,7 @@ describe("service error headers", () => {
     ],
     [
       "a worker call without a valid token",
-      () => workerHostSubject(stack.env.prefix, stack.agent.host, "heartbeat"),
+      () => workerHostSubject(stack.env.prefix, stack.agentClient.host, "heartbeat"),
       encodeJson({ turnId: "t1", token: "forged" }),
       "TURN_TOKEN_INVALID",
       403,
@@ -80,11 +80,11 @@ describe("service error headers", () => {
       errors: 6,
       codes: { UNKNOWN_METHOD: 2, INVALID_PARAMS: 2, PROTOCOL_MISMATCH: 1, SESSION_NOT_FOUND: 1 },
     });
-    expect(bySubject.get(workerHostSubject(stack.env.prefix, stack.agent.host, "heartbeat"))).toEqual({
+    expect(bySubject.get(workerHostSubject(stack.env.prefix, stack.agentClient.host, "heartbeat"))).toEqual({
       errors: 1,
       codes: { TURN_TOKEN_INVALID: 1 },
     });
-    expect(bySubject.get(workerHostSubject(stack.env.prefix, stack.agent.host, "claim"))).toEqual({
+    expect(bySubject.get(workerHostSubject(stack.env.prefix, stack.agentClient.host, "claim"))).toEqual({
       errors: 0,
       codes: {},
     });
@@ -98,7 +98,7 @@ describe("service error headers", () => {
     for await (const s of await client.info(HOST_SERVICE_NAME)) infos.push(s);
     const mine = infos.find((s) => s.metadata?.prefix === stack.env.prefix);
     expect(mine).toBeDefined();
-    const target = hostForwardSubject(stack.env.prefix, stack.agent.host);
+    const target = hostForwardSubject(stack.env.prefix, stack.agentClient.host);
     const seen: string[] = [];
     const tap = stack.nc.subscribe(target, {
       callback: (_e, m) => {

@@ -6,12 +6,6 @@
 // reachable.
 import { describe, expect, it } from "vitest";
 import { AppError } from "../services/protocol/app-error.ts";
-import type {
-  ProjectView,
-  ProposalView,
-  SessionView,
-  ToolExecuteResult,
-} from "../services/protocol/schemas.ts";
 import { eventually } from "./support/stack.ts";
 import { useStack } from "./support/stack-fixture.ts";
 import { useBackendTerminator } from "./support/db-faults.ts";
@@ -36,16 +30,16 @@ async function outcome<T>(
 describe("the host's database connections terminated mid-request", () => {
   it("session.create and approve: a result or DATABASE_UNAVAILABLE each time, the truth about every approval, the host up", async () => {
     const pid = stack.host!.child.pid;
-    const alice = stack.rpc("alice");
+    const alice = stack.client("alice");
     const ws = stack.newWorkspace("dblost");
-    const project = await alice.call<ProjectView>("projects.create", { name: "d", workspaceRoot: ws });
+    const project = await alice.call("projects.create", { name: "d", workspaceRoot: ws });
 
     const codes = new Map<string, number>();
     const count = (c: string) => codes.set(c, (codes.get(c) ?? 0) + 1);
     let terminated = 0;
     for (let i = 0; i < 20; i++) {
       const [r, n] = await Promise.all([
-        outcome(alice.call<SessionView>("session.create", { projectId: project.id, mode: "plan" })),
+        outcome(alice.call("session.create", { projectId: project.id, mode: "plan" })),
         terminateHostBackends(i % 5),
       ]);
       terminated += n;
@@ -55,11 +49,11 @@ describe("the host's database connections terminated mid-request", () => {
     // Approvals: each raced by a termination; the reply must match the row.
     for (let i = 0; i < 12; i++) {
       const session = await eventually(() =>
-        alice.call<SessionView>("session.create", { projectId: project.id, mode: "plan" }),
+        alice.call("session.create", { projectId: project.id, mode: "plan" }),
       );
       const a = await eventually(() => promptAndClaim(stack, session.id));
       const submit = await eventually(() =>
-        stack.agent.call<ToolExecuteResult>("tools.execute", {
+        stack.agentClient.call("tools.execute", {
           sessionId: session.id,
           turnId: a.turnId,
           token: a.token,
@@ -70,14 +64,11 @@ describe("the host's database connections terminated mid-request", () => {
         }),
       );
       expect(submit.isError).toBe(false);
-      const [proposal] = (
-        await eventually(() =>
-          alice.call<{ proposals: ProposalView[] }>("plans.pending", { sessionId: session.id }),
-        )
-      ).proposals;
+      const [proposal] = (await eventually(() => alice.call("plans.pending", { sessionId: session.id })))
+        .proposals;
       const [r, n] = await Promise.all([
         outcome(
-          alice.call<ProposalView>("plans.resolve", {
+          alice.call("plans.resolve", {
             proposalId: proposal!.proposalId,
             sessionId: session.id,
             turnId: proposal!.turnId,
@@ -96,7 +87,7 @@ describe("the host's database connections terminated mid-request", () => {
         ]);
         return q.rows[0] as { status: string };
       });
-      const view = await eventually(() => alice.call<SessionView>("session.get", { sessionId: session.id }));
+      const view = await eventually(() => alice.call("session.get", { sessionId: session.id }));
       if (r.ok) {
         expect(row.status).toBe("approved");
         expect(view.mode).toBe("agent");
@@ -115,9 +106,7 @@ describe("the host's database connections terminated mid-request", () => {
     expect(terminated).toBeGreaterThan(0);
     expect(stack.host!.child.pid).toBe(pid);
     expect(stack.host!.child.exitCode).toBeNull();
-    const status = await eventually(() =>
-      alice.call<{ reachable: { database: boolean; nats: boolean } }>("host.status"),
-    );
+    const status = await eventually(() => alice.call("host.status"));
     expect(status.reachable).toEqual({ database: true, nats: true });
     console.log(`outcomes: ${JSON.stringify(Object.fromEntries(codes))}; backends terminated: ${terminated}`);
   }, 180_000);

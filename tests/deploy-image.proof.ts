@@ -11,7 +11,7 @@ import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
 import { parseAllDocuments } from "yaml";
-import type { HostStatus, ToolExecuteResult } from "../services/protocol/schemas.ts";
+import type { ToolExecuteResult } from "../services/protocol/schemas.ts";
 import { hostEnv, type ManagedProcess, spawnTs } from "./support/processes.ts";
 import { openStackDir, sandboxTurn } from "./support/sandbox.ts";
 import { useStack } from "./support/stack-fixture.ts";
@@ -119,7 +119,7 @@ describe("the image's root filesystem", () => {
     expect(host().lines.join("\n")).not.toMatch(/host\.sandbox_unavailable/);
     const res = await fetch(`http://${listen}/readyz`);
     expect(await res.json()).toEqual({ ready: true });
-    const status = await stack.rpc("alice").call<HostStatus>("host.status", {});
+    const status = await stack.client("alice").call("host.status", {});
     expect(status.sandbox?.available).toBe(true);
   });
 
@@ -169,7 +169,7 @@ describe("the image under a runtime's default /proc (masked paths)", () => {
     const res = await fetch(`http://${maskedListen}/readyz`);
     expect(res.status).toBe(503);
     expect(await res.json()).toEqual({ ready: false, notReady: ["sandbox"] });
-    const status = await stack.rpc("alice").call<HostStatus>("host.status", {});
+    const status = await stack.client("alice").call("host.status", {});
     expect(status.sandbox).toMatchObject({ available: false, unavailableReason: logged.reason });
   });
 });

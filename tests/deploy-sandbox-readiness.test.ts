@@ -9,7 +9,6 @@ import path from "node:path";
 import { describe, expect, it } from "vitest";
 import { probeSandbox } from "../services/host/tools/sandbox-probe.ts";
 import { noUserNamespaceFilter } from "../services/host/tools/sandbox-seccomp.ts";
-import type { HostStatus } from "../services/protocol/schemas.ts";
 import { hostEnv, type ManagedProcess, spawnTs } from "./support/processes.ts";
 import { openStackDir, SANDBOX_USER, sandboxTurn } from "./support/sandbox.ts";
 import { useStack } from "./support/stack-fixture.ts";
@@ -81,7 +80,7 @@ describe("a host whose runtime refuses user namespaces", () => {
     expect(res.status).toBe(503);
     expect(await res.json()).toEqual({ ready: false, notReady: ["sandbox"] });
     // Development mode: every principal is a settings admin and sees `sandbox`.
-    const status = await stack.rpc("alice").call<HostStatus>("host.status", {});
+    const status = await stack.client("alice").call("host.status", {});
     expect(status.readiness).toEqual({ ready: false, failing: ["sandbox"] });
     expect(status.sandbox).toMatchObject({ available: false, unavailableReason: logged.reason });
     expect((await fetch(`http://${listen}/healthz`)).status).toBe(200);

@@ -6,7 +6,7 @@ import type { Subscription } from "@nats-io/nats-core";
 import { describe, expect, it } from "vitest";
 import { decodeJson } from "../services/protocol/envelope.ts";
 import type { SessionEvent } from "../services/protocol/events.ts";
-import type { ProjectView, SessionView, TurnAssignment } from "../services/protocol/schemas.ts";
+import type { TurnAssignment } from "../services/protocol/schemas.ts";
 import { sessionEventsWildcard } from "../services/protocol/subjects.ts";
 import { createClock } from "../services/host/clock.ts";
 import { createDb } from "../services/host/store/db.ts";
@@ -19,6 +19,9 @@ import {
 import { eventsSettled, eventually } from "./support/stack.ts";
 import { useStack } from "./support/stack-fixture.ts";
 import { promptAndClaim, refusalCode } from "./support/worker-double.ts";
+import type { ParamsOf } from "../services/protocol/methods.ts";
+
+type SinceParams = ParamsOf<"events.since">;
 
 const stack = useStack("evsince", { host: true });
 
@@ -28,11 +31,12 @@ interface Page {
   more: boolean;
 }
 
-const since = (principal: string, params: Record<string, unknown> = {}) =>
-  stack.rpc(principal).call<Page>("events.since", params);
+/** The wire schema types a stored event by its common fields; a page here reads them as session events. */
+const since = (principal: string, params: SinceParams = {}): Promise<Page> =>
+  stack.client(principal).call("events.since", params) as Promise<Page>;
 
 /** Every page from `after` until `more` is false, once everything committed before is readable. */
-async function drain(principal: string, params: Record<string, unknown> = {}, after: string | 0 = 0) {
+async function drain(principal: string, params: SinceParams = {}, after: string | 0 = 0) {
   await eventsSettled(stack.db.pool);
   const pages: Page[] = [];
   let cursor: string | 0 = after;
@@ -46,12 +50,12 @@ async function drain(principal: string, params: Record<string, unknown> = {}, af
 
 async function newSession(approvers: string[] = []) {
   const ws = stack.newWorkspace(`e-${Math.random().toString(36).slice(2, 8)}`);
-  const alice = stack.rpc("alice");
-  const project = await alice.call<ProjectView>("projects.create", { name: "e", workspaceRoot: ws });
+  const alice = stack.client("alice");
+  const project = await alice.call("projects.create", { name: "e", workspaceRoot: ws });
   // Approvers must be members of the project (docs/security.md).
   for (const principal of approvers)
     await alice.call("projects.members.add", { projectId: project.id, principal });
-  return alice.call<SessionView>("session.create", { projectId: project.id, mode: "agent", approvers });
+  return alice.call("session.create", { projectId: project.id, mode: "agent", approvers });
 }
 
 /** One configure that changes something (auto, ask, auto, ...): exactly one session.changed event. */
@@ -60,7 +64,7 @@ function configure(sessionId: string) {
   const n = toggles.get(sessionId) ?? 0;
   toggles.set(sessionId, n + 1);
   const permissionMode = n % 2 ? "ask" : "auto";
-  return stack.rpc("alice").call<SessionView>("session.configure", { sessionId, permissionMode });
+  return stack.client("alice").call("session.configure", { sessionId, permissionMode });
 }
 
 const seqsOf = (events: SessionEvent[], sessionId: string) =>
@@ -137,7 +141,7 @@ describe("events.since pages", () => {
     // 9 messages of 100 KiB: about 900 KiB of events, more than one page may carry.
     const text = (i: number) => `${String(i)}`.padEnd(100 * 1024, "x");
     for (let i = 0; i < 9; i++) {
-      await stack.agent.call("append", {
+      await stack.agentClient.call("append", {
         turnId: a.turnId,
         token: a.token,
         messages: [{ role: "assistant", content: [{ type: "text", text: text(i) }], timestamp: 1 }],
@@ -171,7 +175,7 @@ describe("events.since pages", () => {
     const a = await promptAndClaim(stack, s.id);
     const live = stack.events(s.id);
     const big = "y".repeat(EVENT_STORED_MAX_BYTES + 1024);
-    await stack.agent.call("append", {
+    await stack.agentClient.call("append", {
       turnId: a.turnId,
       token: a.token,
       messages: [{ role: "assistant", content: [{ type: "text", text: big }], timestamp: 1 }],
@@ -197,7 +201,7 @@ describe("events.since pages", () => {
       { sessionId: "a b" },
       { x: 1 },
     ]) {
-      expect(await refusalCode(since("alice", bad))).toBe("INVALID_PARAMS");
+      expect(await refusalCode(stack.client("alice").raw("events.since", bad))).toBe("INVALID_PARAMS");
     }
   });
 });
@@ -218,7 +222,7 @@ describe("access", () => {
     expect(await refusalCode(since("carol", { sessionId: "ses_nope" }))).toBe("SESSION_NOT_FOUND");
     // Bob, an approver, reads them; removed, he reads none at once, old cursor or not.
     expect(seqsOf((await drain("bob")).events, s.id)).toEqual(oneTo(n));
-    await stack.rpc("alice").call("session.configure", { sessionId: s.id, approvers: [] });
+    await stack.client("alice").call("session.configure", { sessionId: s.id, approvers: [] });
     expect(seqsOf((await drain("bob")).events, s.id)).toEqual([]);
     expect(await refusalCode(since("bob", { sessionId: s.id }))).toBe("FORBIDDEN");
     // Alice still reads all of them (the approvers change is an event too, and naming bob at create).
@@ -237,7 +241,7 @@ describe("access", () => {
     await configure(s.id);
     await eventually(async () => (await storedChanges(s.id)) === 1);
     expect(seqsOf((await drain("bob")).events, s.id)).toEqual(oneTo((await storedSeqs(s.id)).length));
-    await stack.rpc("alice").call("projects.members.remove", { projectId: s.projectId, principal: "bob" });
+    await stack.client("alice").call("projects.members.remove", { projectId: s.projectId, principal: "bob" });
     expect(seqsOf((await drain("bob")).events, s.id)).toEqual([]);
     expect(await refusalCode(since("bob", { sessionId: s.id }))).toBe("FORBIDDEN");
   });
@@ -421,7 +425,7 @@ describe("the event store's bounds", () => {
       expect(await storedSeqs(s.id)).toEqual([3, EVENT_KEEP_PER_SESSION + 99]);
       // Another host's session is left to that host's pruner.
       expect(await store.pruneByCount("some-other-host")).toBe(0);
-      expect(await store.pruneByCount(stack.agent.host)).toBe(1);
+      expect(await store.pruneByCount(stack.agentClient.host)).toBe(1);
       expect(await storedSeqs(s.id)).toEqual([EVENT_KEEP_PER_SESSION + 99]);
       await store.append(s.id, "turn.started", { turnId: "t5", kind: "prompt" }, clock.date());
       expect(await storedSeqs(s.id)).toEqual([EVENT_KEEP_PER_SESSION + 99, EVENT_KEEP_PER_SESSION + 100]);

@@ -10,10 +10,11 @@ import { afterAll, describe, expect, it } from "vitest";
 import { createClock } from "../services/host/clock.ts";
 import type { Db } from "../services/host/store/db.ts";
 import { createEventStore } from "../services/host/store/event-store.ts";
-import type { ProjectView, SessionView } from "../services/protocol/schemas.ts";
+import type { SessionView } from "../services/protocol/schemas.ts";
 import { hostEnv, type ManagedProcess, spawnTs } from "./support/processes.ts";
 import { eventsSettled } from "./support/stack.ts";
 import { useStack } from "./support/stack-fixture.ts";
+import type { ParamsOf } from "../services/protocol/methods.ts";
 
 const HOSTS = ["w1", "w2"] as const;
 const hosts = new Map<string, ManagedProcess>();
@@ -38,13 +39,8 @@ afterAll(() => {
     expect([id, h.lines.filter((l) => l.includes('"level":"error"'))]).toEqual([id, []]);
 });
 
-interface Page {
-  events: Array<{ sessionId: string; seq: number; type: string }>;
-  next: string;
-  more: boolean;
-}
-const since = (principal: string, params: Record<string, unknown>) =>
-  stack.rpc(principal).call<Page>("events.since", params);
+const since = (principal: string, params: ParamsOf<"events.since">) =>
+  stack.client(principal).call("events.since", params);
 
 async function ownerOf(sessionId: string): Promise<string> {
   const r = await stack.db.pool.query("SELECT host_id FROM session_leases WHERE session_id = $1", [
@@ -55,8 +51,8 @@ async function ownerOf(sessionId: string): Promise<string> {
 
 /** Sessions of alice's, two on each host; bob approves the first of each host's. */
 async function sessionsOnBothHosts(): Promise<Array<SessionView & { host: string }>> {
-  const alice = stack.rpc("alice");
-  const project = await alice.call<ProjectView>("projects.create", {
+  const alice = stack.client("alice");
+  const project = await alice.call("projects.create", {
     name: "two-writers",
     workspaceRoot: stack.newWorkspace("two-writers"),
   });
@@ -64,7 +60,7 @@ async function sessionsOnBothHosts(): Promise<Array<SessionView & { host: string
   const out: Array<SessionView & { host: string }> = [];
   const want = new Map<string, number>(HOSTS.map((h) => [h, 2]));
   for (let i = 0; i < 60 && [...want.values()].some((n) => n > 0); i++) {
-    const s = await alice.call<SessionView>("session.create", { projectId: project.id, mode: "agent" });
+    const s = await alice.call("session.create", { projectId: project.id, mode: "agent" });
     const host = await ownerOf(s.id);
     if ((want.get(host) ?? 0) === 0) continue;
     if (want.get(host) === 2) await alice.call("session.configure", { sessionId: s.id, approvers: ["bob"] });
@@ -103,7 +99,7 @@ describe("events.since under two host processes and a slow writer", () => {
       const n = (toggles.get(sessionId) ?? 0) + 1;
       toggles.set(sessionId, n);
       return stack
-        .rpc("alice")
+        .client("alice")
         .call("session.configure", { sessionId, permissionMode: n % 2 ? "ask" : "auto" });
     };
 

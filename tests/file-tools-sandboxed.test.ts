@@ -23,7 +23,7 @@ import os from "node:os";
 import path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { createFileHelpers } from "../services/host/tools/file-helper/file-helpers.ts";
-import { createAgentClient } from "../services/protocol/rpc-client.ts";
+import { agentClient } from "../services/protocol/rpc-client.ts";
 import type { ToolExecuteResult, TurnAssignment } from "../services/protocol/schemas.ts";
 import { openStackDir, processesWith, SANDBOX_USER, sandboxIds, sandboxTurn } from "./support/sandbox.ts";
 import { useStack } from "./support/stack-fixture.ts";
@@ -230,7 +230,7 @@ describe("file tools through the host run as the sandbox user, in the sandbox", 
     const t = performance.now();
     /^(a+)+$/.test(`${"a".repeat(24)}!`);
     expect(performance.now() - t).toBeGreaterThan(20);
-    const alice = stack.rpc("alice");
+    const alice = stack.client("alice");
     const hello = () => alice.call("host.hello", { protocolVersion: 1 });
     const read = () => tool(victim.assignment, "Read", { path: "v.txt" });
     await read();
@@ -266,13 +266,12 @@ describe("file tools through the host run as the sandbox user, in the sandbox", 
     writeFileSync(path.join(ws, "ok.txt"), "found me\n");
     const t0 = Date.now();
     // The host answers after Grep's 10 s bound: a client that waits longer than the stack's 10 s.
-    const patient = createAgentClient({
+    const patient = agentClient({
       nc: stack.nc,
       prefix: stack.env.prefix,
       timeoutMs: 30_000,
-      host: stack.agent.host,
-    });
-    const stuck = await patient.call<ToolExecuteResult>("tools.execute", {
+    }).to(stack.agentClient.host);
+    const stuck = await patient.call("tools.execute", {
       sessionId: assignment.sessionId,
       turnId: assignment.turnId,
       token: assignment.token,

@@ -11,7 +11,6 @@ import { describe, expect, it } from "vitest";
 import { errorCodeInfo, type ErrorCode } from "../services/protocol/error-codes.ts";
 import { decodeJson, encodeJson } from "../services/protocol/envelope.ts";
 import type { SessionEvent } from "../services/protocol/events.ts";
-import type { ProjectView, SessionView } from "../services/protocol/schemas.ts";
 import { rpcSubject } from "../services/protocol/subjects.ts";
 import { approvalRow, exitPlanStep, newPlanSession, rows, submitted, turnEnded } from "./support/plans.ts";
 import { useStack } from "./support/stack-fixture.ts";
@@ -55,7 +54,7 @@ const tally = (outcomes: Outcome[]) => {
 
 describe("SIGTERM drains the host", () => {
   it("every request of a stream gets a reply, in-flight work is answered, the stop fence ends it and the row says stopped", async () => {
-    const alice = stack.rpc("alice");
+    const alice = stack.client("alice");
     // A plan approval waits for a person (a real worker parks the turn behind it, then leaves).
     const worker = await stack.startWorker();
     const plan = await newPlanSession(stack, `drain-plan-${Date.now()}`, [exitPlanStep("Drain")]);
@@ -66,8 +65,8 @@ describe("SIGTERM drains the host", () => {
 
     // A worker's tool call is in flight: a Bash call waiting for alice's permission.
     const ws = stack.newWorkspace(`drain-${Date.now()}`);
-    const project = await alice.call<ProjectView>("projects.create", { name: "drain", workspaceRoot: ws });
-    const session = await alice.call<SessionView>("session.create", {
+    const project = await alice.call("projects.create", { name: "drain", workspaceRoot: ws });
+    const session = await alice.call("session.create", {
       projectId: project.id,
       mode: "agent",
       permissionMode: "ask",

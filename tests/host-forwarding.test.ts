@@ -11,8 +11,8 @@
 import { type NatsConnection, PermissionViolationError } from "@nats-io/nats-core";
 import { describe, expect, it } from "vitest";
 import { decodeJson, encodeJson } from "../services/protocol/envelope.ts";
-import { createRpcClient } from "../services/protocol/rpc-client.ts";
-import type { ProjectView, SessionView, TurnAssignment } from "../services/protocol/schemas.ts";
+import { rpcClient } from "../services/protocol/rpc-client.ts";
+import type { TurnAssignment } from "../services/protocol/schemas.ts";
 import { hostForwardReplySubject, hostForwardSubject, rpcSubject } from "../services/protocol/subjects.ts";
 import { hostEnv, type ManagedProcess, spawnTs } from "./support/processes.ts";
 import type { Stack } from "./support/stack.ts";
@@ -58,13 +58,9 @@ describe("two hosts, sessions owned by host A", () => {
         await hosts.a.waitForEvent("host.ready", 60_000);
         // Alone, A serves everything: it owns every session created now.
         const ws = s.newWorkspace("fwd");
-        const project = await s
-          .rpc("alice")
-          .call<ProjectView>("projects.create", { name: "fwd", workspaceRoot: ws });
+        const project = await s.client("alice").call("projects.create", { name: "fwd", workspaceRoot: ws });
         for (const k of Object.keys(sessions) as Array<keyof typeof sessions>)
-          sessions[k] = (
-            await s.rpc("alice").call<SessionView>("session.create", { projectId: project.id })
-          ).id;
+          sessions[k] = (await s.client("alice").call("session.create", { projectId: project.id })).id;
         hosts.b = spawnHost(s, "host-b");
         await hosts.b.waitForEvent("host.ready", 60_000);
       } catch (err) {
@@ -75,8 +71,8 @@ describe("two hosts, sessions owned by host A", () => {
     },
   });
 
-  const alice = () => stack.rpc("alice");
-  const bob = () => stack.rpc("bob");
+  const alice = () => stack.client("alice");
+  const bob = () => stack.client("bob");
   const A = () => hosts.a as ManagedProcess;
   const B = () => hosts.b as ManagedProcess;
 
@@ -110,7 +106,7 @@ describe("two hosts, sessions owned by host A", () => {
   it("a request reaching B is forwarded to A and answered with A's reply", async () => {
     const before = forwardedBy(B(), "session.get").length;
     for (let i = 0; i < RUN; i++) {
-      const view = await alice().call<SessionView>("session.get", { sessionId: sessions.get });
+      const view = await alice().call("session.get", { sessionId: sessions.get });
       expect(view.id).toBe(sessions.get);
     }
     const forwarded = forwardedBy(B(), "session.get").slice(before);
@@ -141,7 +137,7 @@ describe("two hosts, sessions owned by host A", () => {
     const before = forwardedBy(B(), "session.prompt").length;
     const turns = new Set<string>();
     for (let i = 0; i < RUN; i++) {
-      const r = await alice().call<{ turnId: string }>("session.prompt", {
+      const r = await alice().call("session.prompt", {
         sessionId: sessions.prompt,
         text: "once",
         idempotencyKey: "fwd-k1",
@@ -159,8 +155,8 @@ describe("two hosts, sessions owned by host A", () => {
     // subjects, so nothing of a turn ever waits on a forward (docs/protocol.md "Agent-worker protocol").
     const a: TurnAssignment = await promptAndClaim(stack, sessions.worker, "beat");
     expect(a.host).toBe("host-a");
-    const toA = stack.agent.to("host-a");
-    const toB = stack.agent.to("host-b");
+    const toA = stack.agentClient.to("host-a");
+    const toB = stack.agentClient.to("host-b");
     for (let i = 0; i < RUN; i++) await toA.call("heartbeat", { turnId: a.turnId, token: a.token });
     for (const p of [A(), B()]) expect(forwardedBy(p, "heartbeat")).toEqual([]);
     // B's worker subjects serve only B's turns: A's token and A's turn mean nothing there.
@@ -183,7 +179,7 @@ describe("two hosts, sessions owned by host A", () => {
     a.child.kill("SIGSTOP");
     const resume = setTimeout(() => a.child.kill("SIGCONT"), FORWARD_TIMEOUT_MS + 1_500);
     try {
-      const patient = createRpcClient({
+      const patient = rpcClient({
         nc: stack.nc,
         prefix: stack.env.prefix,
         principal: "alice",
@@ -191,9 +187,7 @@ describe("two hosts, sessions owned by host A", () => {
       });
       // NATS hands each request to A or B: B's forwards are the ones that prove the point.
       const views = await Promise.all(
-        Array.from({ length: RUN }, () =>
-          patient.call<SessionView>("session.get", { sessionId: sessions.get }),
-        ),
+        Array.from({ length: RUN }, () => patient.call("session.get", { sessionId: sessions.get })),
       );
       for (const v of views) expect(v.id).toBe(sessions.get);
       const forwarded = forwardedBy(B(), "session.get").slice(before);
@@ -282,7 +276,7 @@ describe("two hosts, sessions owned by host A", () => {
       a.child.kill("SIGCONT");
     }
     // Resumed, A serves again (and B forwards to it again).
-    const view = await alice().call<SessionView>("session.get", { sessionId: sessions.gone });
+    const view = await alice().call("session.get", { sessionId: sessions.gone });
     expect(view.id).toBe(sessions.gone);
   });
 });

@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { formatListenAddress, parseListenAddress } from "../services/host/http-listener.ts";
 import { methodLabel, toolLabel } from "../services/host/metrics.ts";
 import { reachesListener, runBrowserPreview } from "../services/host/tools/browser-preview.ts";
-import type { ProjectView, SessionView, ToolExecuteResult } from "../services/protocol/schemas.ts";
+import type { ToolExecuteResult } from "../services/protocol/schemas.ts";
 import { approveProposal, exitPlanStep, newPlanSession, submitted } from "./support/plans.ts";
 import { openStackDir, SANDBOX_USER, sandboxTurn } from "./support/sandbox.ts";
 import { eventually } from "./support/stack.ts";
@@ -166,12 +166,12 @@ describe("the host's HTTP listener", () => {
     expect(total(before.samples, "pihost_fences_total")).toBe(1);
 
     // A Plan session: N Write calls are denied by policy, one invented tool is denied too.
-    const alice = stack.rpc("alice");
-    const project = await alice.call<ProjectView>("projects.create", {
+    const alice = stack.client("alice");
+    const project = await alice.call("projects.create", {
       name: "metrics",
       workspaceRoot: stack.newWorkspace(`metrics-${Date.now()}`),
     });
-    const session = await alice.call<SessionView>("session.create", {
+    const session = await alice.call("session.create", {
       projectId: project.id,
       mode: "plan",
       permissionMode: "auto",
@@ -185,7 +185,7 @@ describe("the host's HTTP listener", () => {
     const invented = await executeTool(stack, a, "inv", "MadeUpTool", {});
     expect(invented.isError).toBe(true);
     // Bob may not read alice's session: a FORBIDDEN reply, counted by code.
-    expect(await refusalCode(stack.rpc("bob").call("session.get", { sessionId: session.id }))).toBe(
+    expect(await refusalCode(stack.client("bob").call("session.get", { sessionId: session.id }))).toBe(
       "FORBIDDEN",
     );
 
@@ -219,7 +219,7 @@ describe("the host's HTTP listener", () => {
     try {
       const plan = await newPlanSession(stack, `metrics-plan-${Date.now()}`, [exitPlanStep("Count")]);
       const events = stack.events(plan.session.id);
-      await stack.rpc("alice").call("session.prompt", { sessionId: plan.session.id, text: "plan it" });
+      await stack.client("alice").call("session.prompt", { sessionId: plan.session.id, text: "plan it" });
       const proposal = await submitted(events);
       // Bob is no approver of alice's session: refused, counted by its code.
       expect(await refusalCode(approveProposal(stack, proposal, "auto", "bob"))).toBe("FORBIDDEN");
@@ -237,14 +237,14 @@ describe("the host's HTTP listener", () => {
   }, 60_000);
 
   it("counts an actor restart", async () => {
-    const project = await stack.rpc("alice").call<{ id: string }>("projects.create", {
+    const project = await stack.client("alice").call("projects.create", {
       name: "restart",
       workspaceRoot: stack.newWorkspace(`restart-${Date.now()}`),
     });
     const session = await stack
-      .rpc("alice")
-      .call<{ id: string }>("session.create", { projectId: project.id, mode: "plan" });
-    await stack.rpc("alice").call("session.get", { sessionId: session.id });
+      .client("alice")
+      .call("session.create", { projectId: project.id, mode: "plan" });
+    await stack.client("alice").call("session.get", { sessionId: session.id });
     const before = total((await scrape()).samples, "pihost_actor_restarts_total");
     const r = await stack.hook<{ failures: number; degraded: boolean }>("actor.fault", {
       sessionId: session.id,

@@ -9,7 +9,7 @@ import { readdirSync } from "node:fs";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { AppError } from "../services/protocol/app-error.ts";
-import type { ProjectView, ProposalView, SessionView, TurnAssignment } from "../services/protocol/schemas.ts";
+import type { TurnAssignment } from "../services/protocol/schemas.ts";
 import { sandboxWorkspace } from "./support/sandbox.ts";
 import { eventually } from "./support/stack.ts";
 import { useStack } from "./support/stack-fixture.ts";
@@ -59,13 +59,13 @@ type Run = { kind: "text" | "control" | "nul" | "invalid-utf8"; size: number; fa
 const tally = { runs: 0, outputs: 0, submitted: 0, approved: 0, executed: 0, refusals: 0 };
 
 async function planCycle(projectId: string, run: Run, n: number) {
-  const alice = stack.rpc("alice");
+  const alice = stack.client("alice");
   const session = await eventually(() =>
-    alice.call<SessionView>("session.create", { projectId, mode: "plan", permissionMode: "auto" }),
+    alice.call("session.create", { projectId, mode: "plan", permissionMode: "auto" }),
   );
   const a = await eventually(() => promptAndClaim(stack, session.id));
   const exec = (t: TurnAssignment, id: string, tool: string, args: Record<string, unknown>) =>
-    stack.agent.call("tools.execute", {
+    stack.agentClient.call("tools.execute", {
       sessionId: session.id,
       turnId: t.turnId,
       token: t.token,
@@ -83,9 +83,7 @@ async function planCycle(projectId: string, run: Run, n: number) {
     exec(a, `exit-${n}`, "ExitPlanMode", { title: `P${n}`, markdown: `# Plan ${n}\n`, question: "ok?" }),
     run.faults[1] ?? null,
   );
-  const pending = await eventually(() =>
-    alice.call<{ proposals: ProposalView[] }>("plans.pending", { sessionId: session.id }),
-  );
+  const pending = await eventually(() => alice.call("plans.pending", { sessionId: session.id }));
   const proposal = pending.proposals[0];
   if (proposal) {
     tally.submitted++;
@@ -108,7 +106,7 @@ async function planCycle(projectId: string, run: Run, n: number) {
     if (row?.execution_turn_id) {
       tally.approved++;
       const e = await attempt(
-        stack.agent.call<TurnAssignment>("claim", { turnId: row.execution_turn_id, workerId: "testworker" }),
+        stack.agentClient.call("claim", { turnId: row.execution_turn_id, workerId: "testworker" }),
         null,
       );
       if (e) {
@@ -118,7 +116,7 @@ async function planCycle(projectId: string, run: Run, n: number) {
         );
         if (side) tally.executed++;
         await attempt(
-          stack.agent.call("turn.end", { turnId: e.turnId, token: e.token, status: "completed" }),
+          stack.agentClient.call("turn.end", { turnId: e.turnId, token: e.token, status: "completed" }),
           null,
         );
       }
@@ -158,9 +156,7 @@ describe("the host under random output and lost database connections", () => {
   it("stays up and keeps its invariants", async () => {
     const pid = stack.host!.child.pid;
     const ws = sandboxWorkspace(stack, "invariants");
-    const project = await stack
-      .rpc("alice")
-      .call<ProjectView>("projects.create", { name: "inv", workspaceRoot: ws });
+    const project = await stack.client("alice").call("projects.create", { name: "inv", workspaceRoot: ws });
     const sessions: string[] = [];
     let n = 0;
     await fc

@@ -4,7 +4,6 @@
 import { jetstream, jetstreamManager } from "@nats-io/jetstream";
 import { Svcm } from "@nats-io/services";
 import { describe, expect, it } from "vitest";
-import type { ProjectView, SessionView } from "../services/protocol/schemas.ts";
 import { eventStreamName, HOST_SERVICE_NAME, workerHostSubject } from "../services/protocol/subjects.ts";
 import { hostEnv, spawnTs } from "./support/processes.ts";
 import { addMembers, eventually } from "./support/stack.ts";
@@ -15,9 +14,7 @@ const stack = useStack("svc", { host: true });
 describe("host service", () => {
   it("announces development mode and answers host.hello", async () => {
     expect(await stack.host!.waitForEvent("host.dev_mode")).toMatchObject({ level: "warn" });
-    const hello = await stack
-      .rpc("alice")
-      .call<{ protocolVersion: number; devMode: boolean }>("host.hello", { protocolVersion: 1 });
+    const hello = await stack.client("alice").call("host.hello", { protocolVersion: 1 });
     expect(hello).toMatchObject({ protocolVersion: 1, devMode: true });
   });
 
@@ -31,7 +28,7 @@ describe("host service", () => {
     expect(subjects).toEqual(
       expect.arrayContaining([
         `${stack.env.prefix}.rpc.>`,
-        workerHostSubject(stack.env.prefix, stack.agent.host, "tools.execute"),
+        workerHostSubject(stack.env.prefix, stack.agentClient.host, "tools.execute"),
       ]),
     );
     const pings = [];
@@ -40,11 +37,11 @@ describe("host service", () => {
   });
 
   it("keeps session events in Postgres only: no JetStream stream, owner and approver get each one live", async () => {
-    const alice = stack.rpc("alice");
+    const alice = stack.client("alice");
     const ws = stack.newWorkspace("svc");
-    const project = await alice.call<ProjectView>("projects.create", { name: "svc", workspaceRoot: ws });
+    const project = await alice.call("projects.create", { name: "svc", workspaceRoot: ws });
     await addMembers(stack, project.id, ["bob"]);
-    const session = await alice.call<SessionView>("session.create", {
+    const session = await alice.call("session.create", {
       projectId: project.id,
       mode: "plan",
       approvers: ["bob"],
@@ -54,9 +51,7 @@ describe("host service", () => {
     // The owner and the approver each get their copy of the event, live and from the rows.
     for (const [i, principal] of ["alice", "bob"].entries()) {
       await live[i]!.waitFor((e) => e.type === "turn.started");
-      const page = await stack
-        .rpc(principal)
-        .call<{ events: Array<{ type: string }> }>("events.since", { sessionId: session.id });
+      const page = await stack.client(principal).call("events.since", { sessionId: session.id });
       expect(page.events.map((e) => e.type)).toContain("turn.started");
     }
     const jsm = await jetstreamManager(stack.nc);

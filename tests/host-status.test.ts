@@ -6,8 +6,8 @@ import { readFileSync } from "node:fs";
 import path from "node:path";
 import type { NatsConnection } from "@nats-io/nats-core";
 import { describe, expect, it } from "vitest";
-import { createRpcClient } from "../services/protocol/rpc-client.ts";
-import type { HostStatus, ProjectView, SessionView } from "../services/protocol/schemas.ts";
+import { rpcClient } from "../services/protocol/rpc-client.ts";
+import type { SessionView } from "../services/protocol/schemas.ts";
 import { pihost } from "./support/cli.ts";
 import { REPO_ROOT } from "./support/processes.ts";
 import { useStack } from "./support/stack-fixture.ts";
@@ -32,14 +32,14 @@ async function rpc(principal: string) {
     nc = await team!.as(principal);
     conns.set(principal, nc);
   }
-  return createRpcClient({ nc, prefix: stack.env.prefix, principal });
+  return rpcClient({ nc, prefix: stack.env.prefix, principal });
 }
 
 async function sessionOf(principal: string): Promise<SessionView> {
   const client = await rpc(principal);
   const ws = stack.newWorkspace(`${principal}/status-${Math.random().toString(36).slice(2, 8)}`);
-  const project = await client.call<ProjectView>("projects.create", { name: "status", workspaceRoot: ws });
-  return client.call<SessionView>("session.create", {
+  const project = await client.call("projects.create", { name: "status", workspaceRoot: ws });
+  return client.call("session.create", {
     projectId: project.id,
     mode: "agent",
     permissionMode: "auto",
@@ -65,7 +65,7 @@ describe("host.status", () => {
     const mine = [await sessionOf("alice"), await sessionOf("alice")];
     const bobs = await sessionOf("bob");
 
-    const alice = await (await rpc("alice")).call<HostStatus>("host.status", {});
+    const alice = await (await rpc("alice")).call("host.status", {});
     expect(alice.view).toBe("own");
     expect(alice.sessions.active + alice.sessions.passivated + alice.sessions.degraded.length).toBe(
       mine.length,
@@ -75,12 +75,12 @@ describe("host.status", () => {
     expect(alice.sandbox).toBeUndefined();
     expect(JSON.stringify(alice)).not.toContain(bobs.id);
 
-    const bob = await (await rpc("bob")).call<HostStatus>("host.status", {});
+    const bob = await (await rpc("bob")).call("host.status", {});
     expect(bob.view).toBe("own");
     expect(bob.sessions.active + bob.sessions.passivated + bob.sessions.degraded.length).toBe(1);
     for (const s of mine) expect(JSON.stringify(bob)).not.toContain(s.id);
 
-    const ops = await (await rpc("ops")).call<HostStatus>("host.status", {});
+    const ops = await (await rpc("ops")).call("host.status", {});
     expect(ops.view).toBe("admin");
     expect(ops.sessions.active + ops.sessions.passivated + ops.sessions.degraded.length).toBe(3);
     expect(ops.readiness).toEqual({ ready: true, failing: [] });

@@ -21,8 +21,8 @@ describe("a tool call the model was not offered", () => {
     ]);
     const events = stack.events(session.id);
     const { turnId } = await stack
-      .rpc("alice")
-      .call<{ turnId: string }>("session.prompt", { sessionId: session.id, text: "write a file" });
+      .client("alice")
+      .call("session.prompt", { sessionId: session.id, text: "write a file" });
     await turnEnded(events, turnId, 30_000);
 
     const results = events.all.filter((e) => e.type === "tool.result") as Array<SessionEvent<"tool.result">>;

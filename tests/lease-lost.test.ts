@@ -3,7 +3,6 @@
 // gets the retriable SESSION_LEASE_LOST, nothing is written, the actor is dropped (not degraded), and
 // the refusing host records the refusal in the audit log with the lease's owner.
 import { describe, expect, it } from "vitest";
-import type { ProjectView, SessionView } from "../services/protocol/schemas.ts";
 import { eventually } from "./support/stack.ts";
 import { useStack } from "./support/stack-fixture.ts";
 import { refusalCode } from "./support/worker-double.ts";
@@ -12,12 +11,12 @@ const stack = useStack("leaselost", { host: true });
 
 describe("a write for a session this host does not own", () => {
   it("is refused SESSION_LEASE_LOST, writes nothing, drops the actor and is audited by the refusing host", async () => {
-    const alice = stack.rpc("alice");
-    const project = await alice.call<ProjectView>("projects.create", {
+    const alice = stack.client("alice");
+    const project = await alice.call("projects.create", {
       name: "lease",
       workspaceRoot: stack.newWorkspace("lease"),
     });
-    const session = await alice.call<SessionView>("session.create", { projectId: project.id, mode: "plan" });
+    const session = await alice.call("session.create", { projectId: project.id, mode: "plan" });
     await alice.call("session.get", { sessionId: session.id }); // its actor is alive now
     const q = (sql: string, p: unknown[] = []) => stack.db.pool.query(sql, p);
     const [lease] = (
@@ -48,7 +47,7 @@ describe("a write for a session this host does not own", () => {
       session.id,
       lease.incarnation,
     ]);
-    const configured = await alice.call<SessionView>("session.configure", {
+    const configured = await alice.call("session.configure", {
       sessionId: session.id,
       mode: "agent",
     });

@@ -5,9 +5,7 @@
 // byte bounds (the whole reply within max_payload), every row there at the start exactly once while
 // rows are added meanwhile, and `pihost --json` the merged list.
 import { describe, expect, it } from "vitest";
-import type { PermissionRequestView } from "../services/protocol/permission-schemas.ts";
-import type { ProjectView, SessionView, TurnAssignment } from "../services/protocol/schemas.ts";
-import type { ScheduledTaskView } from "../services/protocol/scheduling-schemas.ts";
+import type { ProjectView, TurnAssignment } from "../services/protocol/schemas.ts";
 import { PAGED_LISTS, type PagedList } from "../services/protocol/page-walk.ts";
 import { agentSubject } from "../services/protocol/subjects.ts";
 import {
@@ -33,8 +31,8 @@ const tag = (what: string) => `${what}${++unique}${Math.random().toString(36).sl
 
 /** Bob's project with alice a member (through the API). */
 async function bobsProject(): Promise<ProjectView> {
-  const bob = stack.rpc("bob");
-  const p = await bob.call<ProjectView>("projects.create", {
+  const bob = stack.client("bob");
+  const p = await bob.call("projects.create", {
     name: "lists",
     workspaceRoot: stack.newWorkspace(tag("ws")),
   });
@@ -60,8 +58,7 @@ async function everyRowOnce(o: {
   params?: Record<string, unknown>;
   between?: (page: number) => Promise<void>;
 }): Promise<{ ids: string[]; pages: number; shortPages: number }> {
-  const call = (p: Record<string, unknown>) =>
-    stack.rpc(o.principal).call<Record<string, unknown>>(o.method, p);
+  const call = (p: Record<string, unknown>) => stack.client(o.principal).call(o.method, p);
   const common = {
     ...PAGED_LISTS[o.method],
     maxPayload: maxPayload(),
@@ -104,11 +101,11 @@ describe("every list is keyset-paged and bounded", () => {
     });
     expect(r.shortPages).toBeGreaterThan(0); // the byte bound cut pages below 200
     // One session's filter pages too; carol sees none of them.
-    const one = await stack.rpc("alice").call<{ proposals: unknown[]; next: null }>("plans.pending", {
+    const one = await stack.client("alice").call("plans.pending", {
       sessionId: sessions[0],
     });
     expect(one).toMatchObject({ proposals: [{ proposalId: plans[0] }], next: null });
-    expect(await stack.rpc("carol").call("plans.pending", {})).toEqual({ proposals: [], next: null });
+    expect(await stack.client("carol").call("plans.pending", {})).toEqual({ proposals: [], next: null });
     const cli = jsonOut(await pihost(stack, ["--json", "plans", "pending"], "alice")) as {
       proposals: unknown[];
     };
@@ -123,7 +120,7 @@ describe("every list is keyset-paged and bounded", () => {
     // Three real prompts: bob's sessions under ask, each turn's Write waiting for a person.
     const live: Array<{ a: TurnAssignment; call: Promise<unknown> }> = [];
     for (let i = 0; i < 3; i++) {
-      const s = await stack.rpc("bob").call<SessionView>("session.create", {
+      const s = await stack.client("bob").call("session.create", {
         projectId: p.id,
         permissionMode: "ask",
         approvers: ["alice"],
@@ -132,7 +129,7 @@ describe("every list is keyset-paged and bounded", () => {
       live.push({ a, call: executeTool(stack, a, `w${i}`, "Write", { path: `f${i}.txt`, content: "x" }) });
     }
     const waiting = await eventually(async () => {
-      const r = await stack.rpc("alice").call<{ requests: PermissionRequestView[] }>("permissions.pending", {
+      const r = await stack.client("alice").call("permissions.pending", {
         limit: 200,
         // Past the bulk rows (2020): only what was asked today.
         after: "1600000000000000.zzz",
@@ -149,7 +146,7 @@ describe("every list is keyset-paged and bounded", () => {
     expect(r.ids.sort()).toEqual([...waiting].sort());
     expect(r.pages).toBeGreaterThan(500 / 7);
     for (const requestId of waiting)
-      await stack.rpc("bob").call("permissions.resolve", { requestId, decision: "deny" });
+      await stack.client("bob").call("permissions.resolve", { requestId, decision: "deny" });
     expect(await Promise.all(live.map((l) => l.call))).toMatchObject([
       { code: "PERMISSION_DENIED" },
       { code: "PERMISSION_DENIED" },
@@ -163,7 +160,7 @@ describe("every list is keyset-paged and bounded", () => {
     for (let i = 0; i < 2; i++)
       made.push(
         (
-          await stack.rpc("alice").call<ScheduledTaskView>("scheduled.create", {
+          await stack.client("alice").call("scheduled.create", {
             name: `t${i}`,
             cron: "0 9 * * 1-5",
             timezone: "UTC",
@@ -188,7 +185,7 @@ describe("every list is keyset-paged and bounded", () => {
       },
     });
     expect(t.shortPages).toBeGreaterThan(0);
-    expect((await stack.rpc("bob").call<{ tasks: unknown[] }>("scheduled.list", {})).tasks).toEqual([]);
+    expect((await stack.client("bob").call("scheduled.list", {})).tasks).toEqual([]);
 
     const runs = await bulkRuns(stack, made[0]!, 1_500);
     const r = await everyRowOnce({
@@ -251,11 +248,9 @@ describe("every list is keyset-paged and bounded", () => {
       limit: 40,
     });
     expect(mine.ids[0]).toBe(p.id); // newest membership first: the one made through the API today
-    const listed = await stack
-      .rpc("alice")
-      .call<{ projects: Array<{ id: string; addedBy: string }> }>("projects.list", { limit: 1 });
+    const listed = await stack.client("alice").call("projects.list", { limit: 1 });
     expect(listed.projects[0]).toMatchObject({ id: p.id, owner: "bob", addedBy: "bob" });
-    expect((await stack.rpc("carol").call("projects.list", {})) as unknown).toEqual({
+    expect(await stack.client("carol").call("projects.list", {})).toEqual({
       projects: [],
       next: null,
     });

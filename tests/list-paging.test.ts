@@ -8,7 +8,7 @@
 // its --json read them all.
 import { describe, expect, it } from "vitest";
 import { LIST_PAGE_MAX_BYTES } from "../services/protocol/pages.ts";
-import type { ProjectView, SessionView } from "../services/protocol/schemas.ts";
+import type { SessionView } from "../services/protocol/schemas.ts";
 import { bulkSessions } from "./support/bulk-rows.ts";
 import { jsonOut, pihost } from "./support/cli.ts";
 import { readPages } from "./support/pages.ts";
@@ -32,10 +32,10 @@ async function inParallel<T>(items: T[], width: number, fn: (t: T) => Promise<un
 
 describe("session.list under an approver flood", () => {
   it("alice's pages each fit, hold every session exactly once while bob adds more, and the CLI reads them all", async () => {
-    const bob = stack.rpc("bob");
-    const alice = stack.rpc("alice");
+    const bob = stack.client("bob");
+    const alice = stack.client("alice");
     const maxPayload = stack.nc.info?.max_payload ?? 1024 * 1024;
-    const project = await bob.call<ProjectView>("projects.create", {
+    const project = await bob.call("projects.create", {
       name: "flood",
       workspaceRoot: stack.newWorkspace("flood"),
     });
@@ -48,7 +48,7 @@ describe("session.list under an approver flood", () => {
       Array.from({ length: API_SESSIONS }, (_, i) => i),
       8,
       async (i) => {
-        const s = await bob.call<SessionView>("session.create", {
+        const s = await bob.call("session.create", {
           projectId: project.id,
           title: `\u0001`.repeat(190) + i,
           approvers: ["alice"],
@@ -75,8 +75,7 @@ describe("session.list under an approver flood", () => {
       title: `repeat('h', ${LIST_PAGE_MAX_BYTES + 40_000})`,
     });
     const own: string[] = [];
-    for (let i = 0; i < 3; i++)
-      own.push((await alice.call<SessionView>("session.create", { projectId: project.id })).id);
+    for (let i = 0; i < 3; i++) own.push((await alice.call("session.create", { projectId: project.id })).id);
     const before = new Set([...viaApi, ...bulk, huge!, ...own]);
     expect(before.size).toBe(API_SESSIONS + BULK_SESSIONS + 4);
 
@@ -85,7 +84,7 @@ describe("session.list under an approver flood", () => {
     const pageMs: number[] = [];
     const timed = async (p: Record<string, unknown>) => {
       const t0 = performance.now();
-      const r = await alice.call<Record<string, unknown>>("session.list", p);
+      const r = await alice.call("session.list", p);
       pageMs.push(performance.now() - t0);
       return r;
     };
@@ -98,7 +97,7 @@ describe("session.list under an approver flood", () => {
         for (let i = 0; i < 3; i++)
           meanwhile.push(
             (
-              await bob.call<SessionView>("session.create", {
+              await bob.call("session.create", {
                 projectId: project.id,
                 approvers: ["alice"],
               })
@@ -124,14 +123,14 @@ describe("session.list under an approver flood", () => {
     );
 
     // The default page (no limit) is bounded the same way.
-    const first = await alice.call<{ sessions: SessionView[]; next: string | null }>("session.list", {});
+    const first = await alice.call("session.list", {});
     expect(first.sessions).toHaveLength(50);
     expect(first.next).not.toBeNull();
 
     // Carol, no approver of any, reads none; a malformed or foreign position is INVALID_PARAMS.
-    expect(await stack.rpc("carol").call("session.list", {})).toEqual({ sessions: [], next: null });
+    expect(await stack.client("carol").call("session.list", {})).toEqual({ sessions: [], next: null });
     for (const before of ["nope", "12", "1.2.3.ses_x"])
-      expect(await refusalCode(alice.call("session.list", { before }))).toBe("INVALID_PARAMS");
+      expect(await refusalCode(alice.raw("session.list", { before }))).toBe("INVALID_PARAMS");
 
     // pihost reads every page; --json is the merged list, each session once.
     const all = new Set([...before, ...meanwhile]);

@@ -6,7 +6,6 @@
 import { describe, expect, it } from "vitest";
 import { decodeJson } from "../services/protocol/envelope.ts";
 import type { SessionEvent } from "../services/protocol/events.ts";
-import type { ProjectView, SessionView } from "../services/protocol/schemas.ts";
 import { liveSubject } from "../services/protocol/subjects.ts";
 import { addMembers } from "./support/stack.ts";
 import { turnEnded } from "./support/plans.ts";
@@ -36,11 +35,11 @@ function listen(principal: string, sessionId: string) {
 describe("live model output", () => {
   it("the model's text reaches owner and approver as it streams, then the message event holds it all", async () => {
     const text = Array.from({ length: 400 }, (_, i) => `word${i}`).join(" ");
-    const alice = stack.rpc("alice");
+    const alice = stack.client("alice");
     const ws = stack.newWorkspace("live");
-    const project = await alice.call<ProjectView>("projects.create", { name: "live", workspaceRoot: ws });
+    const project = await alice.call("projects.create", { name: "live", workspaceRoot: ws });
     await addMembers(stack, project.id, ["bob"]);
-    const session = await alice.call<SessionView>("session.create", {
+    const session = await alice.call("session.create", {
       projectId: project.id,
       mode: "agent",
       permissionMode: "auto",
@@ -58,7 +57,7 @@ describe("live model output", () => {
       });
     await stack.nc.flush();
     await stack.startWorker();
-    const { turnId } = await alice.call<{ turnId: string }>("session.prompt", {
+    const { turnId } = await alice.call("session.prompt", {
       sessionId: session.id,
       text: "talk",
     });
@@ -94,16 +93,16 @@ describe("live model output", () => {
   }, 60_000);
 
   it("a delta without the turn's token is refused and publishes nothing", async () => {
-    const alice = stack.rpc("alice");
+    const alice = stack.client("alice");
     const ws = stack.newWorkspace("live2");
-    const project = await alice.call<ProjectView>("projects.create", { name: "live2", workspaceRoot: ws });
-    const session = await alice.call<SessionView>("session.create", { projectId: project.id, mode: "agent" });
+    const project = await alice.call("projects.create", { name: "live2", workspaceRoot: ws });
+    const session = await alice.call("session.create", { projectId: project.id, mode: "agent" });
     const a = await promptAndClaim(stack, session.id);
     const l = listen("alice", session.id);
     await stack.nc.flush();
     expect(
       await refusalCode(
-        stack.agent.call("delta", {
+        stack.agentClient.call("delta", {
           turnId: a.turnId,
           token: "tok_forged",
           index: 0,

@@ -9,7 +9,6 @@ import { describe, expect, it } from "vitest";
 import { formatEvent } from "../services/cli/event-format.ts";
 import { decodeJson } from "../services/protocol/envelope.ts";
 import type { SessionEvent } from "../services/protocol/events.ts";
-import type { ProjectView, SessionView } from "../services/protocol/schemas.ts";
 import { approveProposal, exitPlanStep, newPlanSession, submitted, turnEnded } from "./support/plans.ts";
 import type { EventCollector } from "./support/stack.ts";
 import { eventually } from "./support/stack.ts";
@@ -48,7 +47,7 @@ function isSubsequence(want: string[], seen: string[]): boolean {
 }
 
 const machineState = async (sessionId: string, principal = "alice") =>
-  (await stack.rpc(principal).call<SessionView>("session.get", { sessionId })).machineState;
+  (await stack.client(principal).call("session.get", { sessionId })).machineState;
 
 describe("machine.state", () => {
   it("follows a Plan session through prompt, approval, execution and passivation; session.get agrees at each step", async () => {
@@ -63,7 +62,7 @@ describe("machine.state", () => {
     expect(session.machineState).toBe("passivated");
     expect(await machineState(session.id)).toBe("passivated");
 
-    const alice = stack.rpc("alice");
+    const alice = stack.client("alice");
     const events = stack.events(session.id);
     const carols = stack.events(session.id, "carol");
     const bobs: SessionEvent[] = [];
@@ -89,7 +88,7 @@ describe("machine.state", () => {
       at = await reached(events, "queued", at);
       expect(statesOf(events).at(-1)).toBe("queued");
       expect(await machineState(session.id)).toBe("queued");
-      const listed = await alice.call<{ sessions: SessionView[] }>("session.list", {});
+      const listed = await alice.call("session.list", {});
       expect(listed.sessions.find((s) => s.id === session.id)?.machineState).toBe("queued");
 
       // A worker claims it; the execution runs until the gate file exists.
@@ -122,17 +121,18 @@ describe("machine.state", () => {
       await reached(events, "passivated", at, PASSIVATE_AFTER_MS * 10);
       expect(statesOf(events).at(-1)).toBe("passivated");
       expect(await machineState(session.id)).toBe("passivated");
-      const afterPassivation = await alice.call<{ sessions: SessionView[] }>("session.list", {});
+      const afterPassivation = await alice.call("session.list", {});
       expect(afterPassivation.sessions.find((s) => s.id === session.id)?.machineState).toBe("passivated");
 
       // A resting state is a stored event like every other (seq and cursor, events.since returns it);
       // a state the actor leaves when its I/O step ends (loading, prompting, claiming, ...) is
       // published live only: marked `live`, with no seq or cursor, and never stored.
-      const stored = await alice.call<{ events: SessionEvent[] }>("events.since", {
+      const stored = await alice.call("events.since", {
         sessionId: session.id,
         limit: 500,
       });
-      const storedStates = stored.events.filter((e) => e.type === "machine.state");
+      // The wire schema types a stored event by its common fields; these are session events.
+      const storedStates = (stored.events as SessionEvent[]).filter((e) => e.type === "machine.state");
       const liveMachine = events.all.filter((e) => e.type === "machine.state");
       const liveOnly = liveMachine.filter((e) => (e as { live?: boolean }).live === true);
       expect(liveOnly.map((e) => (e as SessionEvent<"machine.state">).state)).toEqual(
@@ -154,7 +154,7 @@ describe("machine.state", () => {
       await eventually(async () => statesOf(carols).at(-1) === "passivated", 5_000, "carol's passivated");
       expect(statesOf(carols)).toEqual(statesOf(events));
       expect(bobs.filter((e) => e.sessionId === session.id)).toEqual([]);
-      expect(await refusalCode(stack.rpc("bob").call("session.get", { sessionId: session.id }))).toBe(
+      expect(await refusalCode(stack.client("bob").call("session.get", { sessionId: session.id }))).toBe(
         "FORBIDDEN",
       );
 
@@ -169,15 +169,15 @@ describe("machine.state", () => {
   });
 
   it("a failed actor starts again from loading; a degraded session is passivated", async () => {
-    const alice = stack.rpc("alice");
-    const project = await alice.call<ProjectView>("projects.create", {
+    const alice = stack.client("alice");
+    const project = await alice.call("projects.create", {
       name: "mstate-fault",
       workspaceRoot: stack.newWorkspace("mstate-fault"),
     });
-    const session = await alice.call<SessionView>("session.create", { projectId: project.id, mode: "agent" });
+    const session = await alice.call("session.create", { projectId: project.id, mode: "agent" });
     const events = stack.events(session.id);
     await stack.nc.flush();
-    const configured = await alice.call<SessionView>("session.configure", {
+    const configured = await alice.call("session.configure", {
       sessionId: session.id,
       permissionMode: "auto",
     });

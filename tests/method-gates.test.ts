@@ -6,14 +6,7 @@
 // session.configure no longer check the caller themselves, so a gate that let anyone through would
 // show here as a turn or a changed session.
 import { describe, expect, it } from "vitest";
-import {
-  type ClientMethod,
-  CLIENT_METHODS,
-  METHODS,
-  type MethodSpec,
-  type ResultOf,
-} from "../services/protocol/methods.ts";
-import type { ProjectView, SessionView } from "../services/protocol/schemas.ts";
+import { type ClientMethod, CLIENT_METHODS, METHODS, type MethodSpec } from "../services/protocol/methods.ts";
 import { addMembers, eventsSettled } from "./support/stack.ts";
 import { useStack } from "./support/stack-fixture.ts";
 import { refusalCode } from "./support/worker-double.ts";
@@ -44,35 +37,37 @@ describe("method gates", () => {
   });
 
   it("refuse a member who is neither owner nor approver, an approver where the owner alone may, and an unknown session, before any handler runs", async () => {
-    const alice = stack.rpc("alice");
+    const alice = stack.client("alice");
     const ws = stack.newWorkspace("gates");
-    const project = await alice.call<ProjectView>("projects.create", { name: "g", workspaceRoot: ws });
+    const project = await alice.call("projects.create", { name: "g", workspaceRoot: ws });
     await addMembers(stack, project.id, ["bob", "carol"]);
-    const s = await alice.call<SessionView>("session.create", {
+    const s = await alice.call("session.create", {
       projectId: project.id,
       mode: "agent",
       approvers: ["bob"],
     });
     // Read below the horizon once every stored event is (other files' transactions hold it back).
     await eventsSettled(stack.db.pool);
-    const eventsBefore = await alice.call<ResultOf<"events.since">>("events.since", { sessionId: s.id });
+    const eventsBefore = await alice.call("events.since", { sessionId: s.id });
     expect(eventsBefore.events.map((e) => e.type)).toContain("approvers.added");
 
     for (const method of gated) {
       const body = SAMPLE[method]?.(s.id) ?? {};
-      expect(await refusalCode(stack.rpc("carol").call(method, body)), `${method} by carol`).toBe(
+      expect(await refusalCode(stack.client("carol").call(method, body)), `${method} by carol`).toBe(
         "FORBIDDEN",
       );
       if (METHODS[method].gate === "owner")
-        expect(await refusalCode(stack.rpc("bob").call(method, body)), `${method} by bob`).toBe("FORBIDDEN");
+        expect(await refusalCode(stack.client("bob").call(method, body)), `${method} by bob`).toBe(
+          "FORBIDDEN",
+        );
       expect(
-        await refusalCode(stack.rpc("carol").call(method, SAMPLE[method]?.("ses_missing") ?? {})),
+        await refusalCode(stack.client("carol").call(method, SAMPLE[method]?.("ses_missing") ?? {})),
         `${method} on a missing session`,
       ).toBe("SESSION_NOT_FOUND");
     }
 
     // Nothing changed: the session as it was, no turn, no event.
-    const after = await alice.call<SessionView>("session.get", { sessionId: s.id });
+    const after = await alice.call("session.get", { sessionId: s.id });
     expect({ mode: after.mode, approvers: after.approvers, version: after.version }).toEqual({
       mode: s.mode,
       approvers: s.approvers,
@@ -83,7 +78,7 @@ describe("method gates", () => {
     ]);
     expect(turns.rows[0].n).toBe(0);
     await eventsSettled(stack.db.pool);
-    const eventsAfter = await alice.call<ResultOf<"events.since">>("events.since", { sessionId: s.id });
+    const eventsAfter = await alice.call("events.since", { sessionId: s.id });
     expect(eventsAfter.events.map((e) => [e.seq, e.type])).toEqual(
       eventsBefore.events.map((e) => [e.seq, e.type]),
     );

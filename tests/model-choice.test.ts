@@ -4,10 +4,10 @@
 // MODEL_NOT_CONFIGURED; a session that names no model gets the configured default, which the host
 // announced at start.
 import { describe, expect, it } from "vitest";
-import type { ProjectView, SessionView } from "../services/protocol/schemas.ts";
 import { eventually } from "./support/stack.ts";
 import { useStack } from "./support/stack-fixture.ts";
 import { refusalCode } from "./support/worker-double.ts";
+import type { ParamsOf } from "../services/protocol/methods.ts";
 
 const stack = useStack("modelchoice", {
   host: true,
@@ -20,13 +20,13 @@ describe("the model a client may choose", () => {
       model: { provider: "local-openai", model: "qwen2.5-coder:7b" },
       providers: ["local-openai", "scripted"],
     });
-    const alice = stack.rpc("alice");
+    const alice = stack.client("alice");
     const ws = stack.newWorkspace("mc");
-    const project = await alice.call<ProjectView>("projects.create", { name: "mc", workspaceRoot: ws });
+    const project = await alice.call("projects.create", { name: "mc", workspaceRoot: ws });
     const count = async () =>
       (await stack.db.pool.query("SELECT count(*)::int AS n FROM sessions")).rows[0].n as number;
 
-    const plain = await alice.call<SessionView>("session.create", { projectId: project.id });
+    const plain = await alice.call("session.create", { projectId: project.id });
     expect(plain.model).toEqual({ provider: "local-openai", model: "qwen2.5-coder:7b" });
 
     const before = await count();
@@ -37,7 +37,7 @@ describe("the model a client may choose", () => {
     ])
       expect(
         await refusalCode(
-          alice.call("session.create", {
+          alice.raw("session.create", {
             projectId: project.id,
             model: { provider: "local-openai", model: "qwen2.5-coder:7b", ...extra },
           }),
@@ -60,16 +60,14 @@ describe("the model a client may choose", () => {
         }),
       ),
     ).toBe("MODEL_NOT_CONFIGURED");
-    expect((await alice.call<SessionView>("session.get", { sessionId: plain.id })).model.provider).toBe(
-      "local-openai",
-    );
+    expect((await alice.call("session.get", { sessionId: plain.id })).model.provider).toBe("local-openai");
   });
 
   it("scheduled tasks get the same check at every entry: create, update, run now and a due run", async () => {
     // The finding: with `scripted,openai` allowed, scheduled.create took anthropic/claude and
     // ../../x, and scheduled.run made sessions of them whose turns were offered forever.
-    const alice = stack.rpc("alice");
-    const project = await alice.call<ProjectView>("projects.create", {
+    const alice = stack.client("alice");
+    const project = await alice.call("projects.create", {
       name: "mcs",
       workspaceRoot: stack.newWorkspace("mcs"),
     });
@@ -82,7 +80,7 @@ describe("the model a client may choose", () => {
           [project.id],
         )
       ).rows[0];
-    const task = (model?: unknown) => ({
+    const task = (model?: ParamsOf<"scheduled.create">["model"]) => ({
       name: "nightly",
       cron: "0 3 * * *",
       timezone: "UTC",
@@ -103,7 +101,7 @@ describe("the model a client may choose", () => {
     expect(await footprint()).toEqual(before);
 
     // Allowed now; an update to a model the deployment does not allow is refused and changes nothing.
-    const ok = await alice.call<{ id: string; version: number }>("scheduled.create", task());
+    const ok = await alice.call("scheduled.create", task());
     expect(
       await refusalCode(
         alice.call("scheduled.update", { taskId: ok.id, model: { provider: "anthropic", model: "claude" } }),
@@ -128,9 +126,7 @@ describe("the model a client may choose", () => {
       .rows[0].next_run_at as Date;
     await stack.hook("clock.set", { now: next.getTime() + 1_000 });
     const runs = await eventually(async () => {
-      const r = await alice.call<{
-        runs: Array<{ status: string; errorCode: string | null; sessionId: string | null }>;
-      }>("scheduled.runs", { taskId: ok.id });
+      const r = await alice.call("scheduled.runs", { taskId: ok.id });
       // A due run is claimed first and then fails: wait for it to end.
       return r.runs.length > 0 && r.runs.every((x) => x.status !== "claimed") ? r.runs : null;
     });

@@ -4,7 +4,6 @@
 // session on `local-openai/m1` is claimed only by the worker that serves it, never by the other; a
 // worker that stops is gone from both lists at once (its goodbye).
 import { describe, expect, it } from "vitest";
-import type { ModelList, ProjectView, SessionView } from "../services/protocol/schemas.ts";
 import { useFakeOpenAIModels } from "./support/fake-providers.ts";
 import { turnEnded } from "./support/plans.ts";
 import { startWorker } from "./support/processes.ts";
@@ -32,9 +31,9 @@ describe("models.list and offers by model", () => {
     });
     await serving.waitForEvent("worker.ready");
     try {
-      const alice = stack.rpc("alice");
+      const alice = stack.client("alice");
       const list = await eventually(async () => {
-        const l = await alice.call<ModelList>("models.list");
+        const l = await alice.call("models.list");
         return l.models.some((m) => m.provider === "local-openai") ? l : null;
       });
       expect(list.models.filter((m) => m.provider === "local-openai")).toEqual([
@@ -42,11 +41,11 @@ describe("models.list and offers by model", () => {
       ]);
       expect(list.default).toEqual({ provider: "scripted", model: "demo" });
 
-      const project = await alice.call<ProjectView>("projects.create", {
+      const project = await alice.call("projects.create", {
         name: "ml",
         workspaceRoot: stack.newWorkspace("ml"),
       });
-      const session = await alice.call<SessionView>("session.create", {
+      const session = await alice.call("session.create", {
         projectId: project.id,
         mode: "agent",
         model: { provider: "local-openai", model: "m1" },
@@ -54,7 +53,7 @@ describe("models.list and offers by model", () => {
       const events = stack.events(session.id);
       for (let i = 0; i < 3; i++) {
         fake.openai().reply({ kind: "text", chunks: [`answer ${i}`] });
-        const { turnId } = await alice.call<{ turnId: string }>("session.prompt", {
+        const { turnId } = await alice.call("session.prompt", {
           sessionId: session.id,
           text: `question ${i}`,
         });
@@ -67,9 +66,9 @@ describe("models.list and offers by model", () => {
       // A worker that stops says goodbye: gone from workers.list and models.list at once, not after
       // the 90 s a silent worker is remembered.
       await serving.stop();
-      const gone = await alice.call<ModelList>("models.list");
+      const gone = await alice.call("models.list");
       expect(gone.models.filter((m) => m.provider === "local-openai")).toEqual([]);
-      const workers = await alice.call<{ workers: Array<{ workerId: string }> }>("workers.list");
+      const workers = await alice.call("workers.list");
       expect(workers.workers.map((w) => w.workerId)).toEqual(["plain"]);
       expect(
         await refusalCode(

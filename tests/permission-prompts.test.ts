@@ -8,25 +8,25 @@ import path from "node:path";
 import { describe, expect, it } from "vitest";
 import { decodeJson } from "../services/protocol/envelope.ts";
 import type { SessionEvent } from "../services/protocol/events.ts";
-import type { PermissionRequestView } from "../services/protocol/permission-schemas.ts";
-import type { ScheduledRunView, ScheduledTaskView } from "../services/protocol/scheduling-schemas.ts";
-import type { ProjectView, SessionView, TurnAssignment, TurnOffer } from "../services/protocol/schemas.ts";
+import type { TurnAssignment, TurnOffer } from "../services/protocol/schemas.ts";
 import { agentSubject } from "../services/protocol/subjects.ts";
 import { addMembers, type EventCollector } from "./support/stack.ts";
 import { useStack } from "./support/stack-fixture.ts";
 import { promptAndClaim, refusalCode, executeTool } from "./support/worker-double.ts";
+import type { PermissionMode } from "../services/protocol/modes.ts";
+import type { PermissionDecision } from "../services/protocol/permission-schemas.ts";
 
 // The deadline test moves the host clock by 121 s; the turn's lease (host clock too) must outlive it.
 const stack = useStack("permprompt", { extra: { PI_TURN_LEASE_MS: "600000" }, host: true });
 
 async function liveTurn(
-  opts: { mode?: "agent" | "plan"; permissionMode?: string; approvers?: string[] } = {},
+  opts: { mode?: "agent" | "plan"; permissionMode?: PermissionMode; approvers?: string[] } = {},
 ) {
   const ws = stack.newWorkspace(`ws-${Math.random().toString(36).slice(2, 8)}`);
-  const alice = stack.rpc("alice");
-  const project = await alice.call<ProjectView>("projects.create", { name: "p", workspaceRoot: ws });
+  const alice = stack.client("alice");
+  const project = await alice.call("projects.create", { name: "p", workspaceRoot: ws });
   await addMembers(stack, project.id, opts.approvers ?? []);
-  const session = await alice.call<SessionView>("session.create", {
+  const session = await alice.call("session.create", {
     projectId: project.id,
     mode: opts.mode ?? "agent",
     permissionMode: opts.permissionMode ?? "ask",
@@ -55,16 +55,12 @@ async function resolved(events: EventCollector, requestId: string): Promise<Reso
   )) as Resolved;
 }
 
-function resolve(principal: string, requestId: string, decision: string) {
-  return stack.rpc(principal).call<PermissionRequestView>("permissions.resolve", { requestId, decision });
+function resolve(principal: string, requestId: string, decision: PermissionDecision) {
+  return stack.client(principal).call("permissions.resolve", { requestId, decision });
 }
 
 async function pending(principal: string, sessionId?: string) {
-  return (
-    await stack
-      .rpc(principal)
-      .call<{ requests: PermissionRequestView[] }>("permissions.pending", sessionId ? { sessionId } : {})
-  ).requests;
+  return (await stack.client(principal).call("permissions.pending", sessionId ? { sessionId } : {})).requests;
 }
 
 describe("permission prompts", () => {
@@ -92,7 +88,11 @@ describe("permission prompts", () => {
     expect(await pending("mallory")).toEqual([]);
     expect(await refusalCode(pending("mallory", session.id))).toBe("FORBIDDEN");
     expect(await refusalCode(resolve("mallory", ev.requestId, "allow-once"))).toBe("FORBIDDEN");
-    expect(await refusalCode(resolve("alice", ev.requestId, "sure"))).toBe("INVALID_PARAMS");
+    expect(
+      await refusalCode(
+        stack.client("alice").raw("permissions.resolve", { requestId: ev.requestId, decision: "sure" }),
+      ),
+    ).toBe("INVALID_PARAMS");
     expect(await refusalCode(resolve("alice", "req_nope", "deny"))).toBe("PERMISSION_NOT_FOUND");
 
     const answer = await resolve("alice", ev.requestId, "deny");
@@ -242,7 +242,7 @@ describe("permission prompts", () => {
     const { ws, session, assignment, events } = await liveTurn();
     const call = exec(assignment, "w1", "Write", { path: "a.txt", content: "a" });
     const ev = await requested(events, "w1");
-    await stack.rpc("alice").call("session.abort", { sessionId: session.id });
+    await stack.client("alice").call("session.abort", { sessionId: session.id });
     expect(await call).toMatchObject({ isError: true, code: "PERMISSION_INTERRUPTED" });
     expect(existsSync(path.join(ws, "a.txt"))).toBe(false);
     expect(await resolved(events, ev.requestId)).toMatchObject({
@@ -259,9 +259,9 @@ describe("permission prompts", () => {
 
   it("an unattended (scheduled) run never waits: a prompt is PERMISSION_REQUIRED at once", async () => {
     const ws = stack.newWorkspace("ws-sched");
-    const alice = stack.rpc("alice");
-    const project = await alice.call<ProjectView>("projects.create", { name: "s", workspaceRoot: ws });
-    const task = await alice.call<ScheduledTaskView>("scheduled.create", {
+    const alice = stack.client("alice");
+    const project = await alice.call("projects.create", { name: "s", workspaceRoot: ws });
+    const task = await alice.call("scheduled.create", {
       name: "nightly",
       cron: "0 3 * * *",
       timezone: "UTC",
@@ -271,10 +271,10 @@ describe("permission prompts", () => {
       enabled: false,
     });
     const offers = stack.nc.subscribe(agentSubject(stack.env.prefix, "offer"));
-    const run = await alice.call<ScheduledRunView>("scheduled.run", { taskId: task.id });
+    const run = await alice.call("scheduled.run", { taskId: task.id });
     for await (const m of offers) if ((decodeJson(m.data) as TurnOffer).turnId === run.turnId) break;
     offers.unsubscribe();
-    const a = await stack.agent.call<TurnAssignment>("claim", { turnId: run.turnId, workerId: "testworker" });
+    const a = await stack.agentClient.call("claim", { turnId: run.turnId!, workerId: "testworker" });
     const result = await exec(a, "w1", "Write", { path: "a.txt", content: "a" });
     expect(result).toMatchObject({ isError: true, code: "PERMISSION_REQUIRED" });
     expect(existsSync(path.join(ws, "a.txt"))).toBe(false);

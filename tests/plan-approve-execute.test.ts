@@ -6,22 +6,26 @@ import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
 import type { SessionEvent } from "../services/protocol/events.ts";
-import type { ProjectView, ProposalView, SessionView } from "../services/protocol/schemas.ts";
+import type { SessionView } from "../services/protocol/schemas.ts";
 import { eventually } from "./support/stack.ts";
 import { useStack } from "./support/stack-fixture.ts";
+import type { ParamsOf } from "../services/protocol/methods.ts";
+
+/** One scripted-model step of a session (the `scripted` provider of the tests). */
+type ScriptStep = NonNullable<NonNullable<ParamsOf<"session.create">["model"]>["script"]>[number];
 
 const stack = useStack("e2e", { host: true, worker: true });
 
 const isAwaiting = (e: SessionEvent) =>
   e.type === "plan.changed" && (e as SessionEvent<"plan.changed">).state === "awaiting_approval";
 
-async function newPlanSession(ws: string, script: unknown[]): Promise<SessionView> {
-  const alice = stack.rpc("alice");
-  const project = await alice.call<ProjectView>("projects.create", {
+async function newPlanSession(ws: string, script: ScriptStep[]): Promise<SessionView> {
+  const alice = stack.client("alice");
+  const project = await alice.call("projects.create", {
     name: path.basename(ws),
     workspaceRoot: ws,
   });
-  return alice.call<SessionView>("session.create", {
+  return alice.call("session.create", {
     projectId: project.id,
     mode: "plan",
     model: { provider: "scripted", model: "script", script },
@@ -43,9 +47,9 @@ describe("plan -> approve -> execute", () => {
       { toolCalls: [{ name: "Write", args: { path: "greeting.txt", content: "hello\n" } }] },
       { text: "Done." },
     ]);
-    const alice = stack.rpc("alice");
+    const alice = stack.client("alice");
     const events = stack.events(session.id);
-    const { turnId } = await alice.call<{ turnId: string }>("session.prompt", {
+    const { turnId } = await alice.call("session.prompt", {
       sessionId: session.id,
       text: "Plan a greeting",
     });
@@ -78,7 +82,7 @@ describe("plan -> approve -> execute", () => {
 
     // Hold the worker so the execution stays queued, then approve.
     await stack.worker!.stop();
-    const approved = await alice.call<ProposalView>("plans.resolve", {
+    const approved = await alice.call("plans.resolve", {
       proposalId: proposal.proposalId,
       sessionId: session.id,
       turnId: proposal.turnId,
@@ -161,11 +165,11 @@ describe("plan -> approve -> execute", () => {
         ],
       },
     ]);
-    const alice = stack.rpc("alice");
+    const alice = stack.client("alice");
     const events = stack.events(session.id);
     await alice.call("session.prompt", { sessionId: session.id, text: "plan" });
     const first = ((await events.waitFor(isAwaiting)) as SessionEvent<"plan.changed">).proposal!;
-    const rejected = await alice.call<ProposalView>("plans.resolve", {
+    const rejected = await alice.call("plans.resolve", {
       proposalId: first.proposalId,
       sessionId: session.id,
       turnId: first.turnId,
@@ -173,7 +177,7 @@ describe("plan -> approve -> execute", () => {
       action: "reject",
     });
     expect(rejected.status).toBe("rejected");
-    const view = await alice.call<SessionView>("session.get", { sessionId: session.id });
+    const view = await alice.call("session.get", { sessionId: session.id });
     expect(view).toMatchObject({ mode: "plan", planningState: "planning", activeTurnId: null });
     const firstBytes = readFileSync(path.join(ws, first.artifactPath));
 
@@ -194,8 +198,7 @@ describe("plan -> approve -> execute", () => {
     expect(rows.rows.map((r) => r.status)).toEqual(["rejected", "pending"]);
     await eventually(
       async () =>
-        (await alice.call<SessionView>("session.get", { sessionId: session.id })).planningState ===
-        "awaiting_approval",
+        (await alice.call("session.get", { sessionId: session.id })).planningState === "awaiting_approval",
     );
     events.stop();
   });

@@ -9,7 +9,7 @@ import { existsSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
 import type { SessionEvent } from "../services/protocol/events.ts";
-import type { ProposalView, SessionView } from "../services/protocol/schemas.ts";
+import type { ProposalView } from "../services/protocol/schemas.ts";
 import {
   approvalRow,
   auditRows,
@@ -30,7 +30,7 @@ import { refusalCode } from "./support/worker-double.ts";
 const stack = useStack("crashpts", { host: true, worker: true });
 
 function approve(p: ProposalView, mode = "accept-edits") {
-  return stack.rpc("alice").call<ProposalView>("plans.resolve", {
+  return stack.client("alice").call("plans.resolve", {
     proposalId: p.proposalId,
     sessionId: p.sessionId,
     turnId: p.turnId,
@@ -76,12 +76,12 @@ describe("plan crash points (SIGKILL of the host)", () => {
       writeStep("executed-b.txt"),
       { text: "done b" },
     ]);
-    const alice = stack.rpc("alice");
+    const alice = stack.client("alice");
     const evA = stack.events(a.session.id);
     const evB = stack.events(b.session.id);
     const [{ turnId: planTurnA }, { turnId: planTurnB }] = await Promise.all([
-      alice.call<{ turnId: string }>("session.prompt", { sessionId: a.session.id, text: "plan a" }),
-      alice.call<{ turnId: string }>("session.prompt", { sessionId: b.session.id, text: "plan b" }),
+      alice.call("session.prompt", { sessionId: a.session.id, text: "plan a" }),
+      alice.call("session.prompt", { sessionId: b.session.id, text: "plan b" }),
     ]);
     const [pA, pB] = await Promise.all([submitted(evA), submitted(evB)]);
 
@@ -110,7 +110,7 @@ describe("plan crash points (SIGKILL of the host)", () => {
       execution_id: null,
     });
     expect(await turnRow(planTurnA)).toMatchObject({ status: "aborted", error_code: "HOST_RESTARTED" });
-    expect(await alice.call<SessionView>("session.get", { sessionId: a.session.id })).toMatchObject({
+    expect(await alice.call("session.get", { sessionId: a.session.id })).toMatchObject({
       mode: "plan",
       planningState: "planning",
       activeTurnId: null,
@@ -134,7 +134,7 @@ describe("plan crash points (SIGKILL of the host)", () => {
       b.session.id,
     ]);
     expect(sB).toEqual({ mode: "agent", permission_mode: "accept-edits" });
-    expect(await alice.call<SessionView>("session.get", { sessionId: b.session.id })).toMatchObject({
+    expect(await alice.call("session.get", { sessionId: b.session.id })).toMatchObject({
       planningState: "inactive",
       activeTurnId: null,
     });
@@ -157,7 +157,7 @@ describe("plan crash points (SIGKILL of the host)", () => {
     });
 
     // The old execution cannot be claimed, and a worker that comes back is offered nothing of it.
-    expect(await refusalCode(stack.agent.call("claim", { turnId: execTurn, workerId: "ghost" }))).toBe(
+    expect(await refusalCode(stack.agentClient.call("claim", { turnId: execTurn, workerId: "ghost" }))).toBe(
       "PLAN_EXECUTION_STALE",
     );
     await stack.startWorker();
@@ -165,8 +165,8 @@ describe("plan crash points (SIGKILL of the host)", () => {
     // A new prompt starts a new turn in each session (the worker's hello came first: had the old
     // execution been offered, it would have been claimed before these ran).
     const [nA, nB] = await Promise.all([
-      alice.call<{ turnId: string }>("session.prompt", { sessionId: a.session.id, text: "again a" }),
-      alice.call<{ turnId: string }>("session.prompt", { sessionId: b.session.id, text: "again b" }),
+      alice.call("session.prompt", { sessionId: a.session.id, text: "again a" }),
+      alice.call("session.prompt", { sessionId: b.session.id, text: "again b" }),
     ]);
     expect([nA.turnId, nB.turnId]).not.toContain(execTurn);
     expect(await turnEnded(evA, nA.turnId)).toMatchObject({ status: "completed" });
@@ -210,9 +210,9 @@ describe("plan crash points (SIGKILL of the host)", () => {
       { waitForFile: gate, ...writeStep("executed-c.txt") },
       { text: "done c" },
     ]);
-    const alice = stack.rpc("alice");
+    const alice = stack.client("alice");
     const ev = stack.events(c.session.id);
-    const { turnId: planTurn } = await alice.call<{ turnId: string }>("session.prompt", {
+    const { turnId: planTurn } = await alice.call("session.prompt", {
       sessionId: c.session.id,
       text: "plan c",
     });
@@ -251,7 +251,7 @@ describe("plan crash points (SIGKILL of the host)", () => {
       error_code: "PLAN_EXECUTION_INTERRUPTED",
     });
     expect(await turnRow(execTurn)).toMatchObject({ status: "aborted", error_code: "HOST_RESTARTED" });
-    expect(await alice.call<SessionView>("session.get", { sessionId: c.session.id })).toMatchObject({
+    expect(await alice.call("session.get", { sessionId: c.session.id })).toMatchObject({
       mode: "agent",
       permissionMode: "accept-edits",
       planningState: "inactive",
@@ -261,7 +261,7 @@ describe("plan crash points (SIGKILL of the host)", () => {
       { action: "fence.execution", code: "PLAN_EXECUTION_INTERRUPTED", turn_id: execTurn },
       { action: "fence.turn", code: "HOST_RESTARTED", turn_id: execTurn },
     ]);
-    expect(await refusalCode(stack.agent.call("claim", { turnId: execTurn, workerId: "ghost" }))).toBe(
+    expect(await refusalCode(stack.agentClient.call("claim", { turnId: execTurn, workerId: "ghost" }))).toBe(
       "PLAN_EXECUTION_STALE",
     );
 
@@ -280,7 +280,7 @@ describe("plan crash points (SIGKILL of the host)", () => {
     expect(await turnRow(execTurn)).toMatchObject({ status: "aborted", error_code: "HOST_RESTARTED" });
 
     // The user starts the next turn; that new turn does the work.
-    const next = await alice.call<{ turnId: string }>("session.prompt", {
+    const next = await alice.call("session.prompt", {
       sessionId: c.session.id,
       text: "go on",
     });

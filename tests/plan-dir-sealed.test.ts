@@ -20,13 +20,7 @@ import {
 } from "node:fs";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
-import type {
-  ProjectView,
-  ProposalView,
-  SessionView,
-  ToolExecuteResult,
-  TurnAssignment,
-} from "../services/protocol/schemas.ts";
+import type { ProposalView, ToolExecuteResult, TurnAssignment } from "../services/protocol/schemas.ts";
 import { readArtifact as readAllPages } from "./support/artifacts.ts";
 import { approvalRow } from "./support/plans.ts";
 import { openStackDir, SANDBOX_USER, sandboxIds, sandboxWorkspace } from "./support/sandbox.ts";
@@ -44,16 +38,14 @@ let n = 0;
 async function newProject(prepare?: (ws: string) => void): Promise<Project> {
   const ws = sandboxWorkspace(stack, `ws-sealed-${++n}`);
   prepare?.(ws);
-  const p = await stack
-    .rpc("alice")
-    .call<ProjectView>("projects.create", { name: `p${n}`, workspaceRoot: ws });
+  const p = await stack.client("alice").call("projects.create", { name: `p${n}`, workspaceRoot: ws });
   return { ws, id: p.id };
 }
 
 async function turn(p: Project, mode: "plan" | "agent"): Promise<TurnAssignment> {
   const session = await stack
-    .rpc("alice")
-    .call<SessionView>("session.create", { projectId: p.id, mode, permissionMode: "auto" });
+    .client("alice")
+    .call("session.create", { projectId: p.id, mode, permissionMode: "auto" });
   return promptAndClaim(stack, session.id);
 }
 
@@ -74,14 +66,14 @@ async function submit(p: Project, title = `Plan ${++n}`): Promise<ToolExecuteRes
 async function pendingProposal(p: Project): Promise<ProposalView> {
   const r = await submit(p);
   expect(r).toMatchObject({ isError: false, terminate: true });
-  const { proposals } = await stack.rpc("alice").call<{ proposals: ProposalView[] }>("plans.pending", {});
+  const { proposals } = await stack.client("alice").call("plans.pending", {});
   const mine = proposals.filter((x) => existsSync(path.join(p.ws, x.artifactPath)));
   expect(mine).toHaveLength(1);
   return mine[0]!;
 }
 
 function readArtifact(proposalId: string) {
-  return readAllPages(stack.rpc("alice"), proposalId);
+  return readAllPages(stack.client("alice"), proposalId);
 }
 
 const acl = (p: string) =>
@@ -215,7 +207,7 @@ describe("a .pi tampered with outside pi-host", () => {
     expect(await refusalCode(readArtifact(proposal.proposalId))).toBe("PLAN_ARTIFACT_PATH_UNSAFE");
     expect(lstatSync(file).isSymbolicLink()).toBe(true);
     const resolve = () =>
-      stack.rpc("alice").call("plans.resolve", {
+      stack.client("alice").call("plans.resolve", {
         proposalId: proposal.proposalId,
         sessionId: proposal.sessionId,
         turnId: proposal.turnId,
@@ -233,9 +225,9 @@ describe("a .pi tampered with outside pi-host", () => {
     unlinkSync(file);
     symlinkSync("/etc/passwd", file);
     const execTurn = (await approvalRow(stack, proposal.proposalId)).execution_turn_id!;
-    expect(await refusalCode(stack.agent.call("claim", { turnId: execTurn, workerId: "testworker" }))).toBe(
-      "PLAN_ARTIFACT_HASH_MISMATCH",
-    );
+    expect(
+      await refusalCode(stack.agentClient.call("claim", { turnId: execTurn, workerId: "testworker" })),
+    ).toBe("PLAN_ARTIFACT_HASH_MISMATCH");
     expect(lstatSync(file).isSymbolicLink()).toBe(true);
     // Another file there (a regular one with other bytes) is served as what it is, never as the plan.
     unlinkSync(file);

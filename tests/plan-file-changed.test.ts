@@ -7,7 +7,7 @@ import { appendFileSync, existsSync, readFileSync, rmSync, writeFileSync } from 
 import path from "node:path";
 import { describe, expect, it } from "vitest";
 import type { SessionEvent } from "../services/protocol/events.ts";
-import type { ProposalView, SessionView, ToolExecuteResult } from "../services/protocol/schemas.ts";
+import type { ProposalView } from "../services/protocol/schemas.ts";
 import {
   approvalRow,
   auditRows,
@@ -28,7 +28,7 @@ const stack = useStack("planchanged", { host: true });
 const CODE = "PLAN_ARTIFACT_HASH_MISMATCH";
 
 function approve(p: ProposalView) {
-  return stack.rpc("alice").call<ProposalView>("plans.resolve", {
+  return stack.client("alice").call("plans.resolve", {
     proposalId: p.proposalId,
     sessionId: p.sessionId,
     turnId: p.turnId,
@@ -48,7 +48,7 @@ async function expectRefused(sessionId: string, proposalId: string, execTurn: st
   expect(await rows(stack, "SELECT status, error_code FROM turns WHERE id = $1", [execTurn])).toEqual([
     { status: "aborted", error_code: CODE },
   ]);
-  expect(await stack.rpc("alice").call<SessionView>("session.get", { sessionId })).toMatchObject({
+  expect(await stack.client("alice").call("session.get", { sessionId })).toMatchObject({
     mode: "agent",
     permissionMode: "accept-edits",
     planningState: "inactive",
@@ -62,10 +62,10 @@ async function expectRefused(sessionId: string, proposalId: string, execTurn: st
     { role: "user" },
   ]);
   // The refused execution cannot be claimed again.
-  expect(await refusalCode(stack.agent.call("claim", { turnId: execTurn, workerId: "again" }))).toBe(
+  expect(await refusalCode(stack.agentClient.call("claim", { turnId: execTurn, workerId: "again" }))).toBe(
     "PLAN_EXECUTION_STALE",
   );
-  const read = await stack.rpc("alice").call<{ matchesRecord: boolean }>("artifacts.read", { proposalId });
+  const read = await stack.client("alice").call("artifacts.read", { proposalId });
   expect(read.matchesRecord).toBe(false);
 }
 
@@ -75,7 +75,7 @@ describe("plan file changed between approval and execution", () => {
     const events = stack.events(session.id);
     // The test is the worker: it submits the plan, and later claims the execution itself.
     const a = await promptAndClaim(stack, session.id);
-    const submit = await stack.agent.call<ToolExecuteResult>("tools.execute", {
+    const submit = await stack.agentClient.call("tools.execute", {
       sessionId: session.id,
       turnId: a.turnId,
       token: a.token,
@@ -94,9 +94,9 @@ describe("plan file changed between approval and execution", () => {
     expect(Buffer.byteLength(tampered)).toBe(proposal.byteSize);
     writeFileSync(file, tampered);
 
-    expect(await refusalCode(stack.agent.call("claim", { turnId: execTurn, workerId: "testworker" }))).toBe(
-      CODE,
-    );
+    expect(
+      await refusalCode(stack.agentClient.call("claim", { turnId: execTurn, workerId: "testworker" })),
+    ).toBe(CODE);
     expect(await turnEnded(events, execTurn)).toMatchObject({ status: "aborted", code: CODE });
     await events.waitFor(
       (e) =>
@@ -117,8 +117,8 @@ describe("plan file changed between approval and execution", () => {
     await stack.startWorker();
     const events = stack.events(session.id);
     const { turnId: planTurn } = await stack
-      .rpc("alice")
-      .call<{ turnId: string }>("session.prompt", { sessionId: session.id, text: "plan" });
+      .client("alice")
+      .call("session.prompt", { sessionId: session.id, text: "plan" });
     const proposal = await submitted(events);
     await stack.worker!.stop();
 
@@ -157,7 +157,7 @@ describe("plan file changed before approval (issue #12 clause 6)", () => {
     const { session, ws } = await newPlanSession(stack, "before", []);
     const events = stack.events(session.id);
     const a = await promptAndClaim(stack, session.id);
-    await stack.agent.call<ToolExecuteResult>("tools.execute", {
+    await stack.agentClient.call("tools.execute", {
       sessionId: session.id,
       turnId: a.turnId,
       token: a.token,
@@ -178,9 +178,7 @@ describe("plan file changed before approval (issue #12 clause 6)", () => {
       version: before.version,
       execution_turn_id: null,
     });
-    expect(
-      await stack.rpc("alice").call<SessionView>("session.get", { sessionId: session.id }),
-    ).toMatchObject({
+    expect(await stack.client("alice").call("session.get", { sessionId: session.id })).toMatchObject({
       mode: "plan",
       planningState: "awaiting_approval",
     });
@@ -191,7 +189,7 @@ describe("plan file changed before approval (issue #12 clause 6)", () => {
     expect(await refusalCode(approve(proposal))).toBe(CODE);
     writeFileSync(file, content);
     // Rejecting does not depend on the file.
-    const rejected = await stack.rpc("alice").call<ProposalView>("plans.resolve", {
+    const rejected = await stack.client("alice").call("plans.resolve", {
       proposalId: proposal.proposalId,
       sessionId: proposal.sessionId,
       turnId: proposal.turnId,

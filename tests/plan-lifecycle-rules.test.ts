@@ -4,13 +4,7 @@ import { existsSync, mkdirSync, readdirSync, symlinkSync, writeFileSync } from "
 import path from "node:path";
 import { describe, expect, it } from "vitest";
 import type { SessionEvent } from "../services/protocol/events.ts";
-import type {
-  ProjectView,
-  ProposalView,
-  SessionView,
-  ToolExecuteResult,
-  TurnAssignment,
-} from "../services/protocol/schemas.ts";
+import type { TurnAssignment } from "../services/protocol/schemas.ts";
 import { hostPlanDir } from "./support/plans.ts";
 import { addMembers, eventually } from "./support/stack.ts";
 import { useStack } from "./support/stack-fixture.ts";
@@ -22,10 +16,10 @@ const hook = (name: string, body: unknown = {}) => stack.hook(name, body);
 
 async function planSession(approvers: string[] = []) {
   const ws = stack.newWorkspace(`r-${Math.random().toString(36).slice(2, 10)}`);
-  const alice = stack.rpc("alice");
-  const project = await alice.call<ProjectView>("projects.create", { name: "rules", workspaceRoot: ws });
+  const alice = stack.client("alice");
+  const project = await alice.call("projects.create", { name: "rules", workspaceRoot: ws });
   await addMembers(stack, project.id, approvers);
-  const session = await alice.call<SessionView>("session.create", {
+  const session = await alice.call("session.create", {
     projectId: project.id,
     mode: "plan",
     approvers,
@@ -36,7 +30,7 @@ async function planSession(approvers: string[] = []) {
 let calls = 0;
 function exitPlan(a: TurnAssignment, args: Record<string, unknown>) {
   const toolCallId = `exit-${++calls}`;
-  return stack.agent.call<ToolExecuteResult>("tools.execute", {
+  return stack.agentClient.call("tools.execute", {
     sessionId: a.sessionId,
     turnId: a.turnId,
     token: a.token,
@@ -123,9 +117,9 @@ describe("submission (ExitPlanMode)", () => {
 
   it("ExitPlanMode outside Plan is PLAN_NOT_ACTIVE; EnterPlanMode inside Plan is PLAN_ALREADY_ACTIVE", async () => {
     const ws = stack.newWorkspace(`r-agent-${Math.random().toString(36).slice(2, 8)}`);
-    const alice = stack.rpc("alice");
-    const project = await alice.call<ProjectView>("projects.create", { name: "agent", workspaceRoot: ws });
-    const agentSession = await alice.call<SessionView>("session.create", {
+    const alice = stack.client("alice");
+    const project = await alice.call("projects.create", { name: "agent", workspaceRoot: ws });
+    const agentSession = await alice.call("session.create", {
       projectId: project.id,
       mode: "agent",
     });
@@ -134,7 +128,7 @@ describe("submission (ExitPlanMode)", () => {
     expect(planFiles(ws)).toEqual([]);
     const { session } = await planSession();
     const b = await promptAndClaim(stack, session.id);
-    const enter = await stack.agent.call<ToolExecuteResult>("tools.execute", {
+    const enter = await stack.agentClient.call("tools.execute", {
       sessionId: b.sessionId,
       turnId: b.turnId,
       token: b.token,
@@ -217,7 +211,7 @@ describe("submission (ExitPlanMode)", () => {
     await events.waitFor(
       (e) => e.type === "plan.changed" && (e as SessionEvent<"plan.changed">).action === "submitted",
     );
-    const got = await alice.call<ProposalView>("plans.get", { proposalId: row.id });
+    const got = await alice.call("plans.get", { proposalId: row.id });
     expect(got).toMatchObject({ proposalId: row.id, status: "pending", sha256: row.artifact_sha256 });
     events.stop();
   });
@@ -231,9 +225,7 @@ describe("deadline, approvers, execution", () => {
     await exitPlan(a, { title: "Slow", markdown: "# slow\n", question: "q" });
     const [row] = await rowsOf(session.id);
     await hook("clock.advance", { ms: 29 * 60 * 1000 });
-    expect(
-      (await alice.call<{ proposals: ProposalView[] }>("plans.pending", { sessionId: session.id })).proposals,
-    ).toHaveLength(1);
+    expect((await alice.call("plans.pending", { sessionId: session.id })).proposals).toHaveLength(1);
     await hook("clock.advance", { ms: 60 * 1000 + 1 });
     const expired = await events.waitFor(
       (e) => e.type === "plan.changed" && (e as SessionEvent<"plan.changed">).action === "expired",
@@ -268,8 +260,7 @@ describe("deadline, approvers, execution", () => {
     const { session, alice, project } = await planSession();
     await addMembers(stack, project.id, ["carol"]);
     expect(
-      (await alice.call<SessionView>("session.configure", { sessionId: session.id, approvers: ["carol"] }))
-        .approvers,
+      (await alice.call("session.configure", { sessionId: session.id, approvers: ["carol"] })).approvers,
     ).toEqual(["carol"]);
     const a = await promptAndClaim(stack, session.id);
     await exitPlan(a, { title: "Review", markdown: "# r\n", question: "q" });
@@ -281,11 +272,11 @@ describe("deadline, approvers, execution", () => {
       toolCallId: row.tool_call_id,
       action: "reject",
     };
-    expect(await refusalCode(stack.rpc("mallory").call("plans.resolve", body))).toBe("FORBIDDEN");
-    expect(await refusalCode(stack.rpc("mallory").call("plans.pending", { sessionId: session.id }))).toBe(
+    expect(await refusalCode(stack.client("mallory").call("plans.resolve", body))).toBe("FORBIDDEN");
+    expect(await refusalCode(stack.client("mallory").call("plans.pending", { sessionId: session.id }))).toBe(
       "FORBIDDEN",
     );
-    expect((await stack.rpc("carol").call<ProposalView>("plans.resolve", body)).status).toBe("rejected");
+    expect((await stack.client("carol").call("plans.resolve", body)).status).toBe("rejected");
     expect(await audit(session.id, "plan.reject")).toEqual([
       { action: "plan.reject", code: null, principal: "carol" },
     ]);
@@ -293,7 +284,7 @@ describe("deadline, approvers, execution", () => {
 
   it("selecting Agent while idle in Plan is an explicit override that makes no plan", async () => {
     const { session, alice } = await planSession();
-    const v = await alice.call<SessionView>("session.configure", { sessionId: session.id, mode: "agent" });
+    const v = await alice.call("session.configure", { sessionId: session.id, mode: "agent" });
     expect(v).toMatchObject({ mode: "agent", planningState: "inactive" });
     expect(await rowsOf(session.id)).toEqual([]);
     expect(await audit(session.id, "session.configure")).toHaveLength(1);
@@ -314,16 +305,16 @@ describe("deadline, approvers, execution", () => {
     });
     const execTurn = (await rowsOf(session.id))[0].execution_turn_id;
     const exec = await eventually(() =>
-      stack.agent.call<TurnAssignment>("claim", { turnId: execTurn, workerId: "w1" }).catch(() => null),
+      stack.agentClient.call("claim", { turnId: execTurn, workerId: "w1" }).catch(() => null),
     );
     expect(exec.kind).toBe("execution");
     expect((await rowsOf(session.id))[0].execution_state).toBe("running");
-    expect(await refusalCode(stack.agent.call("claim", { turnId: execTurn, workerId: "w2" }))).toBe(
+    expect(await refusalCode(stack.agentClient.call("claim", { turnId: execTurn, workerId: "w2" }))).toBe(
       "PLAN_EXECUTION_STALE",
     );
-    await stack.agent.call("turn.end", { turnId: execTurn, token: exec.token, status: "completed" });
+    await stack.agentClient.call("turn.end", { turnId: execTurn, token: exec.token, status: "completed" });
     expect((await rowsOf(session.id))[0].execution_state).toBe("completed");
-    expect(await refusalCode(stack.agent.call("claim", { turnId: execTurn, workerId: "w2" }))).toBe(
+    expect(await refusalCode(stack.agentClient.call("claim", { turnId: execTurn, workerId: "w2" }))).toBe(
       "PLAN_EXECUTION_STALE",
     );
   });

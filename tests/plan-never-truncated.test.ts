@@ -10,9 +10,8 @@ import { readdirSync } from "node:fs";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
 import { callBounded, createPartJoiner } from "../services/agent/bounded-call.ts";
-import type { ContextPage } from "../services/protocol/agent-schemas.ts";
 import { agentClient } from "../services/protocol/rpc-client.ts";
-import type { ToolExecuteResult, TurnAssignment } from "../services/protocol/schemas.ts";
+import type { TurnAssignment } from "../services/protocol/schemas.ts";
 import { approvalRow, approveProposal, newPlanSession, submitted } from "./support/plans.ts";
 import { useStack } from "./support/stack-fixture.ts";
 import { promptAndClaim } from "./support/worker-double.ts";
@@ -40,12 +39,12 @@ async function contextOf(a: TurnAssignment): Promise<unknown[]> {
   let part: number | undefined;
   let pages = 0;
   for (;;) {
-    const page = (await worker.raw("context", {
+    const page = await worker.call("context", {
       turnId: a.turnId,
       token: a.token,
       ...(cursor === undefined ? {} : { cursor }),
       ...(part === undefined ? {} : { part }),
-    })) as ContextPage;
+    });
     pages++;
     expect(Buffer.byteLength(JSON.stringify({ result: page }))).toBeLessThanOrEqual(
       stack.nc.info!.max_payload,
@@ -96,7 +95,7 @@ describe("a plan is never truncated", () => {
     expect(proposal).toMatchObject({ sha256: sha, byteSize: 512 * 1024 });
 
     // artifacts.read pages reassemble to the submitted bytes.
-    const alice = stack.rpc("alice");
+    const alice = stack.client("alice");
     const chunks: Buffer[] = [];
     let offset: number | null = 0;
     while (offset !== null) {
@@ -132,7 +131,7 @@ describe("a plan is never truncated", () => {
   it("a NUL in the markdown is PLAN_INVALID_ARGUMENT before any file or row exists", async () => {
     const { session, ws } = await newPlanSession(stack, "nul", []);
     const a = await promptAndClaim(stack, session.id);
-    const r = await stack.agent.call<ToolExecuteResult>("tools.execute", {
+    const r = await stack.agentClient.call("tools.execute", {
       sessionId: session.id,
       turnId: a.turnId,
       token: a.token,

@@ -16,7 +16,7 @@ import { createPlanStore, type ResolveOutcome } from "../services/host/store/pla
 import { createProjectStore } from "../services/host/store/project-store.ts";
 import { createSessionStore } from "../services/host/store/session-store.ts";
 import { AppError } from "../services/protocol/app-error.ts";
-import type { ProposalView, SessionView } from "../services/protocol/schemas.ts";
+import type { ProposalView } from "../services/protocol/schemas.ts";
 import {
   approvalRow,
   callsOf,
@@ -78,8 +78,8 @@ describe("20 concurrent resolves over NATS (real host, owner and approver)", () 
         const { ws, session } = await newPlanSession(stack, `race-${first}`, script, ["bob"]);
         const events = stack.events(session.id);
         const { turnId } = await stack
-          .rpc("alice")
-          .call<{ turnId: string }>("session.prompt", { sessionId: session.id, text: "plan" });
+          .client("alice")
+          .call("session.prompt", { sessionId: session.id, text: "plan" });
         return { first, ws, session, events, planTurn: turnId, proposal: await submitted(events) };
       }),
     );
@@ -90,7 +90,7 @@ describe("20 concurrent resolves over NATS (real host, owner and approver)", () 
     for (const m of made) {
       const replies = await Promise.allSettled(
         racers(m.first).map((r) =>
-          stack.rpc(r.principal).call<ProposalView>("plans.resolve", paramsOf(m.proposal, r.action)),
+          stack.client(r.principal).call("plans.resolve", paramsOf(m.proposal, r.action)),
         ),
       );
       const row = await approvalRow(stack, m.proposal.proposalId);
@@ -127,8 +127,8 @@ describe("20 concurrent resolves over NATS (real host, owner and approver)", () 
         if (reply.status !== "rejected" || (reply.reason as AppError).code !== "PLAN_APPROVAL_CONFLICT")
           continue;
         const again = stack
-          .rpc(sent[i]!.principal)
-          .call<ProposalView>("plans.resolve", paramsOf(m.proposal, sent[i]!.action));
+          .client(sent[i]!.principal)
+          .call("plans.resolve", paramsOf(m.proposal, sent[i]!.action));
         if (sent[i]!.action === winner)
           expect(await again).toMatchObject({ status: row.status, executionId: row.execution_id });
         else expect(await refusalCode(again)).toBe("PLAN_ALREADY_RESOLVED");
@@ -148,7 +148,7 @@ describe("20 concurrent resolves over NATS (real host, owner and approver)", () 
         "SELECT id, status FROM turns WHERE session_id = $1 AND kind = 'execution'",
         [m.session.id],
       );
-      const view = await stack.rpc("alice").call<SessionView>("session.get", { sessionId: m.session.id });
+      const view = await stack.client("alice").call("session.get", { sessionId: m.session.id });
       if (winner === "approve") {
         expect(row.execution_id).toMatch(/^exe_/);
         const ids = new Set(replies.flatMap((x) => (x.status === "fulfilled" ? [x.value.executionId] : [])));
@@ -185,8 +185,8 @@ describe("20 concurrent resolves over NATS (real host, owner and approver)", () 
     for (const r of results) {
       if (r.winner === "reject") {
         const { turnId } = await stack
-          .rpc("alice")
-          .call<{ turnId: string }>("session.prompt", { sessionId: r.session.id, text: "next" });
+          .client("alice")
+          .call("session.prompt", { sessionId: r.session.id, text: "next" });
         await turnEnded(r.events, turnId);
         nextTurn.set(r.session.id, turnId);
       }

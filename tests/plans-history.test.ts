@@ -14,12 +14,7 @@ import { createPlanStore } from "../services/host/store/plan-store.ts";
 import { createProjectStore } from "../services/host/store/project-store.ts";
 import { createSessionStore } from "../services/host/store/session-store.ts";
 import type { SessionEvent } from "../services/protocol/events.ts";
-import type {
-  ProjectView,
-  ProposalHistoryPage,
-  ProposalView,
-  SessionView,
-} from "../services/protocol/schemas.ts";
+import type { ProposalHistoryPage, ProposalView, SessionView } from "../services/protocol/schemas.ts";
 import { jsonError, jsonOut, pihost } from "./support/cli.ts";
 import { approveProposal, exitPlanStep, isPlanChanged, rows, writeStep } from "./support/plans.ts";
 import { addMembers, type EventCollector, eventually } from "./support/stack.ts";
@@ -42,12 +37,12 @@ async function awaiting(events: EventCollector, title: string): Promise<Proposal
 describe("plans.history over NATS with the host and the scripted worker", () => {
   const stack = useStack("history", { host: true, worker: true });
   const history = (sessionId: string, extra: Record<string, unknown> = {}, principal = "alice") =>
-    stack.rpc(principal).call<ProposalHistoryPage>("plans.history", { sessionId, ...extra });
+    stack.client(principal).call("plans.history", { sessionId, ...extra });
 
   /** A prompt once the session's actor is idle again (a just-ended plan may still be settling). */
   const promptWhenIdle = (sessionId: string, text: string) =>
     eventually(
-      () => stack.rpc("alice").call<{ turnId: string }>("session.prompt", { sessionId, text }),
+      () => stack.client("alice").call("session.prompt", { sessionId, text }),
       20_000,
       `prompt ${text}`,
     );
@@ -57,11 +52,11 @@ describe("plans.history over NATS with the host and the scripted worker", () => 
 
   it("lists rejected, interrupted, expired, approved and pending plans with their status, newest first", async () => {
     const ws = stack.newWorkspace("history");
-    const alice = stack.rpc("alice");
-    const project = await alice.call<ProjectView>("projects.create", { name: "history", workspaceRoot: ws });
+    const alice = stack.client("alice");
+    const project = await alice.call("projects.create", { name: "history", workspaceRoot: ws });
     // carol approves; bob is a member of the project but no approver of the session.
     await addMembers(stack, project.id, ["carol", "bob"]);
-    session = await alice.call<SessionView>("session.create", {
+    session = await alice.call("session.create", {
       projectId: project.id,
       mode: "plan",
       approvers: ["carol"],
@@ -131,15 +126,14 @@ describe("plans.history over NATS with the host and the scripted worker", () => 
     await approveProposal(stack, approved, "accept-edits");
     await eventually(
       async () =>
-        (await alice.call<ProposalView>("plans.get", { proposalId: ids.approved })).executionState ===
-        "completed",
+        (await alice.call("plans.get", { proposalId: ids.approved! })).executionState === "completed",
       30_000,
       "execution completed",
     );
 
     // 5. Pending: back to Plan, a new plan waits for approval.
     await eventually(
-      () => alice.call<SessionView>("session.configure", { sessionId: session.id, mode: "plan" }),
+      () => alice.call("session.configure", { sessionId: session.id, mode: "plan" }),
       20_000,
       "back to Plan",
     );
@@ -172,7 +166,7 @@ describe("plans.history over NATS with the host and the scripted worker", () => 
     const created = page.proposals.map((p) => Date.parse(p.createdAt));
     expect([...created].sort((a, b) => b - a)).toEqual(created);
     for (const p of page.proposals)
-      expect(await alice.call<ProposalView>("plans.get", { proposalId: p.proposalId })).toEqual(p);
+      expect(await alice.call("plans.get", { proposalId: p.proposalId })).toEqual(p);
     // The rows agree (status and code as stored).
     expect(
       await rows(
@@ -213,7 +207,7 @@ describe("plans.history over NATS with the host and the scripted worker", () => 
     expect(await refusalCode(history(session.id, { limit: 0 }))).toBe("INVALID_PARAMS");
     expect(await refusalCode(history(session.id, { limit: 201 }))).toBe("INVALID_PARAMS");
     expect(await refusalCode(history(session.id, { before: "not-a-cursor" }))).toBe("INVALID_PARAMS");
-    expect(await refusalCode(stack.rpc("alice").call("plans.history", {}))).toBe("INVALID_PARAMS");
+    expect(await refusalCode(stack.client("alice").raw("plans.history", {}))).toBe("INVALID_PARAMS");
   });
 
   it("pihost plans history says interrupted and expired plainly; --json is the host's result", async () => {
@@ -285,7 +279,7 @@ describe("plans.history over NATS with the host and the scripted worker", () => 
     const json = await pihost(stack, ["--json", "plans", "get", ids.approved!]);
     expect(json.code).toBe(0);
     expect(jsonOut(json)).toEqual(
-      await stack.rpc("alice").call<ProposalView>("plans.get", { proposalId: ids.approved }),
+      await stack.client("alice").call("plans.get", { proposalId: ids.approved! }),
     );
 
     const bob = await pihost(stack, ["plans", "get", ids.interrupted!], "bob");

@@ -7,12 +7,11 @@ import { readFileSync } from "node:fs";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
 import type { SessionEvent } from "../services/protocol/events.ts";
-import type { PermissionRequestView } from "../services/protocol/permission-schemas.ts";
-import type { PluginView } from "../services/protocol/plugin-schemas.ts";
-import type { ProjectView, SessionView, TurnAssignment } from "../services/protocol/schemas.ts";
+import type { TurnAssignment } from "../services/protocol/schemas.ts";
 import { type ManagedProcess, spawnTs } from "./support/processes.ts";
 import { useStack } from "./support/stack-fixture.ts";
 import { promptAndClaim, refusalCode, executeTool } from "./support/worker-double.ts";
+import type { PermissionMode } from "../services/protocol/modes.ts";
 
 let plugin: ManagedProcess;
 let pluginLog: string;
@@ -67,11 +66,11 @@ function pluginCalls(): Array<Record<string, unknown>> {
   }
 }
 
-async function liveTurn(mode: "agent" | "plan", permissionMode: string) {
+async function liveTurn(mode: "agent" | "plan", permissionMode: PermissionMode) {
   const ws = stack.newWorkspace(`ws-${Math.random().toString(36).slice(2, 8)}`);
-  const alice = stack.rpc("alice");
-  const project = await alice.call<ProjectView>("projects.create", { name: "p", workspaceRoot: ws });
-  const session = await alice.call<SessionView>("session.create", {
+  const alice = stack.client("alice");
+  const project = await alice.call("projects.create", { name: "p", workspaceRoot: ws });
+  const session = await alice.call("session.create", {
     projectId: project.id,
     mode,
     permissionMode,
@@ -88,14 +87,14 @@ type Requested = SessionEvent<"permission.requested">;
 
 describe("plugins", () => {
   it("registers a manifest with normalised risks, listed and audited", async () => {
-    const view = await stack.rpc("alice").call<PluginView>("plugins.register", { manifest: MANIFEST });
+    const view = await stack.client("alice").call("plugins.register", { manifest: MANIFEST });
     expect(view).toMatchObject({ id: "echo", name: "Echo", enabled: true, registeredBy: "alice" });
     expect(view.tools.map((t) => [t.name, t.risk])).toEqual([
       ["echo", "medium"],
       ["peek", "low"],
       ["odd", "medium"],
     ]);
-    const { plugins } = await stack.rpc("bob").call<{ plugins: PluginView[] }>("plugins.list", {});
+    const { plugins } = await stack.client("bob").call("plugins.list", {});
     expect(plugins.map((p) => p.id)).toEqual(["echo"]);
     const audit = await stack.db.pool.query(
       "SELECT principal, details FROM audit_log WHERE action = 'plugin.register'",
@@ -106,7 +105,7 @@ describe("plugins", () => {
 
   it("refuses a built-in tool name, a duplicate and a name another plugin has", async () => {
     const tool = (name: string) => ({ name, description: "x", parameters: { type: "object" } });
-    const register = (manifest: unknown) => stack.rpc("alice").call("plugins.register", { manifest });
+    const register = (manifest: unknown) => stack.client("alice").raw("plugins.register", { manifest });
     for (const name of ["Bash", "Write", "Read", "EnterPlanMode", "BrowserPreview", "new_context"])
       expect(await refusalCode(register({ id: "bad", tools: [tool(name)] }))).toBe("INVALID_PARAMS");
     expect(await refusalCode(register({ id: "bad", tools: [tool("a"), tool("a")] }))).toBe("INVALID_PARAMS");
@@ -117,13 +116,13 @@ describe("plugins", () => {
     expect(await refusalCode(register({ id: "bad", tools: [badSchema] }))).toBe("INVALID_PARAMS");
     const rows = await stack.db.pool.query("SELECT id FROM plugins ORDER BY id");
     expect(rows.rows.map((r) => r.id)).toEqual(["echo"]);
-    expect(await refusalCode(stack.rpc("alice").call("plugins.enable", { pluginId: "nope" }))).toBe(
+    expect(await refusalCode(stack.client("alice").call("plugins.enable", { pluginId: "nope" }))).toBe(
       "PLUGIN_NOT_FOUND",
     );
   });
 
   it("arguments that do not fit the tool's schema reach neither a person nor the plugin", async () => {
-    for (const permissionMode of ["auto", "ask"]) {
+    for (const permissionMode of ["auto", "ask"] as const) {
       const { assignment, events } = await liveTurn("agent", permissionMode);
       const before = pluginCalls().length;
       for (const [i, args] of [{}, { text: 5 }, { text: ["x"] }].entries()) {
@@ -187,7 +186,7 @@ describe("plugins", () => {
       expect(ev).toMatchObject({ sessionId: session.id, tool, risk: "medium" });
       // Nothing reached the plugin while the prompt waits.
       expect(pluginCalls().filter((c) => c.toolCallId === id)).toEqual([]);
-      const answer = await stack.rpc("alice").call<PermissionRequestView>("permissions.resolve", {
+      const answer = await stack.client("alice").call("permissions.resolve", {
         requestId: ev.requestId,
         decision: "allow-once",
       });
@@ -238,7 +237,7 @@ describe("plugins", () => {
 
   it("disable takes effect at once (TOOL_NOT_FOUND, not offered); enable brings it back", async () => {
     const { assignment } = await liveTurn("agent", "auto");
-    const off = await stack.rpc("alice").call<PluginView>("plugins.disable", { pluginId: "echo" });
+    const off = await stack.client("alice").call("plugins.disable", { pluginId: "echo" });
     expect(off.enabled).toBe(false);
     const before = pluginCalls().length;
     expect(await exec(assignment, "d1", "echo", { text: "x" })).toMatchObject({
@@ -255,7 +254,7 @@ describe("plugins", () => {
       code: "TOOL_DISABLED_IN_PLAN",
     });
 
-    await stack.rpc("alice").call<PluginView>("plugins.enable", { pluginId: "echo" });
+    await stack.client("alice").call("plugins.enable", { pluginId: "echo" });
     expect(await exec(assignment, "d3", "echo", { text: "back" })).toMatchObject({
       isError: false,
       content: [{ type: "text", text: "echo: back" }],
@@ -268,7 +267,7 @@ describe("plugins", () => {
   });
 
   it("a plugin without a process: PLUGIN_UNAVAILABLE", async () => {
-    await stack.rpc("alice").call<PluginView>("plugins.register", {
+    await stack.client("alice").call("plugins.register", {
       manifest: {
         id: "ghost",
         tools: [{ name: "boo", description: "nobody serves this", parameters: {}, risk: "low" }],

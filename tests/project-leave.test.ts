@@ -7,21 +7,21 @@
 // untouched and the session alice owns there stays hers; the owner cannot leave.
 import type { Subscription } from "@nats-io/nats-core";
 import { describe, expect, it } from "vitest";
-import type { AuditEntryView, AuditPage } from "../services/protocol/audit-schemas.ts";
+import type { AuditEntryView } from "../services/protocol/audit-schemas.ts";
 import { decodeJson } from "../services/protocol/envelope.ts";
 import type { SessionEvent } from "../services/protocol/events.ts";
-import type { ProjectList } from "../services/protocol/project-schemas.ts";
-import type { ProjectView, ProposalView, SessionView } from "../services/protocol/schemas.ts";
+import type { ProjectView, SessionView } from "../services/protocol/schemas.ts";
 import { sessionEventsWildcard } from "../services/protocol/subjects.ts";
 import { jsonError, pihost } from "./support/cli.ts";
 import { eventually } from "./support/stack.ts";
 import { useStack } from "./support/stack-fixture.ts";
 import { executeTool, promptAndClaim, refusalCode } from "./support/worker-double.ts";
+import type { TypedRpcClient } from "../services/protocol/rpc-client.ts";
 
 const stack = useStack("projleave", { extra: { PI_TURN_LEASE_MS: "600000" }, host: true });
-const bob = () => stack.rpc("bob");
-const alice = () => stack.rpc("alice");
-const carol = () => stack.rpc("carol");
+const bob = () => stack.client("bob");
+const alice = () => stack.client("alice");
+const carol = () => stack.client("carol");
 
 type Added = SessionEvent<"approvers.added">;
 
@@ -37,7 +37,7 @@ function allEventsOf(principal: string): { all: SessionEvent[]; sub: Subscriptio
 }
 
 const audit = async (principal: string, params: Record<string, unknown> = {}) =>
-  (await stack.rpc(principal).call<AuditPage>("audit.list", { limit: 200, ...params })).entries;
+  (await stack.client(principal).call("audit.list", { limit: 200, ...params })).entries;
 
 /** The rows that say who made `who` a member or an approver, or ended it (audit-query.ts). */
 const naming = (entries: AuditEntryView[], who: string) =>
@@ -62,22 +62,22 @@ describe("who made me a member or an approver, and leaving", () => {
 /** Bob makes alice a member and an approver; she learns who did it. `live`: her events as they come. */
 async function attackAndLeave(live: SessionEvent[]): Promise<void> {
   await stack.nc.flush();
-  const project = await bob().call<ProjectView>("projects.create", {
+  const project = await bob().call("projects.create", {
     name: "bobs",
     workspaceRoot: stack.newWorkspace("bobs"),
   });
   await bob().call("projects.members.add", { projectId: project.id, principal: "alice" });
   // Named at create (a Plan session that will wait for approval) and by configure.
-  const named = await bob().call<SessionView>("session.create", {
+  const named = await bob().call("session.create", {
     projectId: project.id,
     mode: "plan",
     approvers: ["alice"],
   });
-  const later = await bob().call<SessionView>("session.create", { projectId: project.id });
+  const later = await bob().call("session.create", { projectId: project.id });
   await bob().call("session.configure", { sessionId: later.id, approvers: ["alice"] });
   // Configuring again with her already there names nobody new: no second event, no second row.
   await bob().call("session.configure", { sessionId: later.id, mode: "plan", approvers: ["alice"] });
-  const mine = await alice().call<SessionView>("session.create", { projectId: project.id });
+  const mine = await alice().call("session.create", { projectId: project.id });
 
   // The event, live and stored, on each session: bob added alice.
   for (const s of [named, later]) {
@@ -85,7 +85,7 @@ async function attackAndLeave(live: SessionEvent[]): Promise<void> {
       live.find((e) => e.type === "approvers.added" && e.sessionId === s.id),
     );
     expect(seen).toMatchObject({ approvers: ["alice"], addedBy: "bob" });
-    const stored = await alice().call<{ events: SessionEvent[] }>("events.since", { sessionId: s.id });
+    const stored = await alice().call("events.since", { sessionId: s.id });
     expect(stored.events.filter((e) => e.type === "approvers.added")).toEqual([
       expect.objectContaining({ approvers: ["alice"], addedBy: "bob", sessionId: s.id }),
     ]);
@@ -104,7 +104,7 @@ async function attackAndLeave(live: SessionEvent[]): Promise<void> {
   ]);
   expect(rows.every((e) => !Number.isNaN(Date.parse(e.at)))).toBe(true);
   // projects.list says the same of the membership.
-  const listed = await alice().call<ProjectList>("projects.list", {});
+  const listed = await alice().call("projects.list", {});
   expect(listed.projects).toEqual([
     expect.objectContaining({ id: project.id, owner: "bob", addedBy: "bob" }),
   ]);
@@ -126,7 +126,7 @@ async function leaveAndCheck(o: {
   // Bob's plan waits for approval; alice may see it (as an approver) before she leaves.
   const a = await promptAndClaim(stack, named.id, "go", "bob");
   await executeTool(stack, a, "exit-1", "ExitPlanMode", { title: "P", markdown: "# P\n", question: "ok?" });
-  const [pending] = (await alice().call<{ proposals: ProposalView[] }>("plans.pending", {})).proposals;
+  const [pending] = (await alice().call("plans.pending", {})).proposals;
   expect(pending?.sessionId).toBe(named.id);
 
   // The owner cannot leave; carol (no member) cannot; an unknown project is not found.
@@ -143,8 +143,8 @@ async function leaveAndCheck(o: {
   expect(await refusalCode(alice().call("projects.leave", { projectId: project.id }))).toBe("FORBIDDEN");
 
   // From that commit she is no approver: resolving bob's plan is FORBIDDEN and changes nothing.
-  const resolve = (who: () => ReturnType<typeof stack.rpc>, action: string) =>
-    who().call<ProposalView>("plans.resolve", {
+  const resolve = (who: () => TypedRpcClient, action: "approve" | "reject") =>
+    who().call("plans.resolve", {
       proposalId: pending!.proposalId,
       sessionId: named.id,
       turnId: pending!.turnId,
@@ -156,10 +156,10 @@ async function leaveAndCheck(o: {
   for (const s of [named, later])
     expect(await refusalCode(alice().call("session.get", { sessionId: s.id }))).toBe("FORBIDDEN");
   expect(await refusalCode(alice().call("projects.get", { projectId: project.id }))).toBe("FORBIDDEN");
-  expect((await alice().call<{ proposals: unknown[] }>("plans.pending", {})).proposals).toEqual([]);
-  const hers = (await alice().call<{ sessions: SessionView[] }>("session.list", {})).sessions;
+  expect((await alice().call("plans.pending", {})).proposals).toEqual([]);
+  const hers = (await alice().call("session.list", {})).sessions;
   expect(hers.map((s) => s.id)).toEqual([mine.id]);
-  expect((await alice().call<ProjectList>("projects.list", {})).projects).toEqual([]);
+  expect((await alice().call("projects.list", {})).projects).toEqual([]);
 
   // Bob's sessions are untouched: his stored lists keep her name (it no longer counts), the plan
   // still waits, and bob decides it.
@@ -171,15 +171,15 @@ async function leaveAndCheck(o: {
     ["alice"],
     ["alice"],
   ]);
-  expect((await bob().call<SessionView>("session.get", { sessionId: named.id })).approvers).toEqual([]);
+  expect((await bob().call("session.get", { sessionId: named.id })).approvers).toEqual([]);
   expect(await resolve(bob, "reject")).toMatchObject({ status: "rejected" });
   // Her own session there stays hers: she reads and configures it as its owner.
-  expect(await alice().call<SessionView>("session.get", { sessionId: mine.id })).toMatchObject({
+  expect(await alice().call("session.get", { sessionId: mine.id })).toMatchObject({
     owner: "alice",
     projectId: project.id,
   });
   expect(
-    await alice().call<SessionView>("session.configure", { sessionId: mine.id, permissionMode: "ask" }),
+    await alice().call("session.configure", { sessionId: mine.id, permissionMode: "ask" }),
   ).toMatchObject({ owner: "alice", permissionMode: "ask" });
 
   // The leaving is audited; alice still reads what named her (and her leaving), carol nothing.

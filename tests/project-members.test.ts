@@ -7,15 +7,7 @@
 // projects their members.
 import { describe, expect, it } from "vitest";
 import { migrateUp } from "../services/host/store/migrate.ts";
-import type { PermissionRequestView } from "../services/protocol/permission-schemas.ts";
-import type {
-  ProjectMembersView,
-  ProjectView,
-  ProposalView,
-  SessionView,
-  ToolExecuteResult,
-  TurnAssignment,
-} from "../services/protocol/schemas.ts";
+import type { ProjectView, ToolExecuteResult, TurnAssignment } from "../services/protocol/schemas.ts";
 import { readArtifact } from "./support/artifacts.ts";
 import { useFreshDatabases, T0, T1 } from "./support/migrations.ts";
 import { eventually } from "./support/stack.ts";
@@ -25,21 +17,21 @@ import { executeTool, promptAndClaim, refusalCode } from "./support/worker-doubl
 const stack = useStack("members", { extra: { PI_TURN_LEASE_MS: "600000" }, host: true });
 const freshDb = useFreshDatabases();
 
-const alice = () => stack.rpc("alice");
-const bob = () => stack.rpc("bob");
-const carol = () => stack.rpc("carol");
+const alice = () => stack.client("alice");
+const bob = () => stack.client("bob");
+const carol = () => stack.client("carol");
 
 async function aliceProject(): Promise<ProjectView> {
   const ws = stack.newWorkspace(`m-${Math.random().toString(36).slice(2, 8)}`);
-  return alice().call<ProjectView>("projects.create", { name: "m", workspaceRoot: ws });
+  return alice().call("projects.create", { name: "m", workspaceRoot: ws });
 }
 
 const members = (principal: string, projectId: string) =>
-  stack.rpc(principal).call<ProjectMembersView>("projects.members.list", { projectId });
+  stack.client(principal).call("projects.members.list", { projectId });
 const add = (principal: string, projectId: string, who: string) =>
-  stack.rpc(principal).call<ProjectMembersView>("projects.members.add", { projectId, principal: who });
+  stack.client(principal).call("projects.members.add", { projectId, principal: who });
 const remove = (principal: string, projectId: string, who: string) =>
-  stack.rpc(principal).call<ProjectMembersView>("projects.members.remove", { projectId, principal: who });
+  stack.client(principal).call("projects.members.remove", { projectId, principal: who });
 
 async function dbRows(sql: string, params: unknown[] = []) {
   return (await stack.db.pool.query(sql, params)).rows;
@@ -87,7 +79,7 @@ describe("projects have owners and members", () => {
     expect(await memberAudit(p.id)).toEqual([]);
     expect(await dbRows("SELECT id FROM sessions WHERE project_id = $1", [p.id])).toEqual(sessionsBefore);
     // The owner still reads it.
-    expect(await alice().call<ProjectView>("projects.get", { projectId: p.id })).toEqual(p);
+    expect(await alice().call("projects.get", { projectId: p.id })).toEqual(p);
   });
 
   it("a member added by the owner sees the project and creates sessions; a member cannot add others; adds are audited", async () => {
@@ -100,9 +92,9 @@ describe("projects have owners and members", () => {
     ]);
     // Adding again changes nothing and writes no second audit row.
     expect(await add("alice", p.id, "bob")).toEqual(after);
-    expect(await bob().call<ProjectView>("projects.get", { projectId: p.id })).toEqual(p);
+    expect(await bob().call("projects.get", { projectId: p.id })).toEqual(p);
     expect(await members("bob", p.id)).toEqual(after);
-    const s = await bob().call<SessionView>("session.create", { projectId: p.id });
+    const s = await bob().call("session.create", { projectId: p.id });
     expect(s).toMatchObject({ owner: "bob", projectId: p.id });
     // Only the owner changes members: bob (a member) may not add carol.
     expect(await refusalCode(add("bob", p.id, "carol"))).toBe("FORBIDDEN");
@@ -116,7 +108,7 @@ describe("projects have owners and members", () => {
     const named = alice().call("session.create", { projectId: p.id, approvers: ["carol"] });
     expect(await refusalCode(named)).toBe("INVALID_PARAMS");
     expect(await dbRows("SELECT id FROM sessions WHERE project_id = $1", [p.id])).toEqual([]);
-    const s = await alice().call<SessionView>("session.create", { projectId: p.id });
+    const s = await alice().call("session.create", { projectId: p.id });
     const err = await alice()
       .call("session.configure", { sessionId: s.id, approvers: ["carol"] })
       .catch((e: unknown) => e);
@@ -124,7 +116,7 @@ describe("projects have owners and members", () => {
       code: "INVALID_PARAMS",
       details: { field: "approvers", notMembers: ["carol"] },
     });
-    expect((await alice().call<SessionView>("session.get", { sessionId: s.id })).approvers).toEqual([]);
+    expect((await alice().call("session.get", { sessionId: s.id })).approvers).toEqual([]);
     expect(await refusalCode(carol().call("session.get", { sessionId: s.id }))).toBe("FORBIDDEN");
   });
 
@@ -134,21 +126,20 @@ describe("projects have owners and members", () => {
     expect(err).toMatchObject({ code: "INVALID_PARAMS", details: { field: "principal" } });
     expect(await memberRows(p.id)).toEqual([{ principal: "alice", added_by: "alice" }]);
     expect(await memberAudit(p.id)).toEqual([]);
-    expect(await alice().call<ProjectView>("projects.get", { projectId: p.id })).toEqual(p);
+    expect(await alice().call("projects.get", { projectId: p.id })).toEqual(p);
   });
 
   it("an approver removed from the project loses every approver right at once", async () => {
     const p = await aliceProject();
     await add("alice", p.id, "bob");
-    const s = await alice().call<SessionView>("session.create", {
+    const s = await alice().call("session.create", {
       projectId: p.id,
       mode: "plan",
       approvers: ["bob"],
     });
     const a = await promptAndClaim(stack, s.id);
     expect(await submitPlan(a)).toMatchObject({ isError: false, terminate: true });
-    const [pending] = (await bob().call<{ proposals: ProposalView[] }>("plans.pending", { sessionId: s.id }))
-      .proposals;
+    const [pending] = (await bob().call("plans.pending", { sessionId: s.id })).proposals;
     expect(pending).toBeDefined();
     const proposalId = pending!.proposalId;
     // While a member, bob may read what an approver reads.
@@ -170,28 +161,28 @@ describe("projects have owners and members", () => {
     expect(await refusalCode(bob().call("session.get", { sessionId: s.id }))).toBe("FORBIDDEN");
     expect(await refusalCode(bob().call("session.abort", { sessionId: s.id }))).toBe("FORBIDDEN");
     expect(await refusalCode(bob().call("projects.get", { projectId: p.id }))).toBe("FORBIDDEN");
-    expect((await bob().call<{ proposals: ProposalView[] }>("plans.pending", {})).proposals).toEqual([]);
-    const listed = (await bob().call<{ sessions: SessionView[] }>("session.list", {})).sessions;
+    expect((await bob().call("plans.pending", {})).proposals).toEqual([]);
+    const listed = (await bob().call("session.list", {})).sessions;
     expect(listed.filter((x) => x.projectId === p.id)).toEqual([]);
     // Nothing was resolved; the session's stored list keeps the name, but he no longer counts.
     expect(await dbRows("SELECT status FROM plan_approvals WHERE id = $1", [proposalId])).toEqual([
       { status: "pending" },
     ]);
-    expect((await alice().call<SessionView>("session.get", { sessionId: s.id })).approvers).toEqual([]);
+    expect((await alice().call("session.get", { sessionId: s.id })).approvers).toEqual([]);
     expect(await memberAudit(p.id)).toEqual([
       expect.objectContaining({ action: "project.members.add" }),
       { principal: "alice", action: "project.members.remove", details: { projectId: p.id, member: "bob" } },
     ]);
     // Re-added, he is an approver again (the list kept his name).
     await add("alice", p.id, "bob");
-    expect((await bob().call<SessionView>("session.get", { sessionId: s.id })).approvers).toEqual(["bob"]);
+    expect((await bob().call("session.get", { sessionId: s.id })).approvers).toEqual(["bob"]);
     await alice().call("session.abort", { sessionId: s.id });
   });
 
   it("a removed approver's live events stop at once, though the session's actor loaded him as approver", async () => {
     const p = await aliceProject();
     await add("alice", p.id, "bob");
-    const s = await alice().call<SessionView>("session.create", {
+    const s = await alice().call("session.create", {
       projectId: p.id,
       mode: "agent",
       approvers: ["bob"],
@@ -220,7 +211,7 @@ describe("projects have owners and members", () => {
   it("a removed approver can no longer answer or list a permission prompt", async () => {
     const p = await aliceProject();
     await add("alice", p.id, "bob");
-    const s = await alice().call<SessionView>("session.create", {
+    const s = await alice().call("session.create", {
       projectId: p.id,
       mode: "agent",
       permissionMode: "ask",
@@ -229,7 +220,7 @@ describe("projects have owners and members", () => {
     const a = await promptAndClaim(stack, s.id);
     const call = executeTool(stack, a, "w1", "Write", { path: "a.txt", content: "x" });
     const pendingFor = async (who: string) =>
-      (await stack.rpc(who).call<{ requests: PermissionRequestView[] }>("permissions.pending", {})).requests;
+      (await stack.client(who).call("permissions.pending", {})).requests;
     const [req] = await eventually(async () => {
       const r = await pendingFor("bob");
       if (r.length === 0) throw new Error("no request yet");
@@ -242,7 +233,7 @@ describe("projects have owners and members", () => {
     expect(await dbRows("SELECT status FROM permission_requests WHERE id = $1", [req!.requestId])).toEqual([
       { status: "pending" },
     ]);
-    await stack.rpc("alice").call("permissions.resolve", { requestId: req!.requestId, decision: "deny" });
+    await stack.client("alice").call("permissions.resolve", { requestId: req!.requestId, decision: "deny" });
     expect(await call).toMatchObject({ isError: true, code: "PERMISSION_DENIED" });
     await alice().call("session.abort", { sessionId: s.id });
   });

@@ -14,7 +14,6 @@ import {
   rootsOverlap,
 } from "../services/host/store/project-store.ts";
 import { AppError } from "../services/protocol/app-error.ts";
-import type { ProjectView } from "../services/protocol/schemas.ts";
 import { agentTurnIn, openStackDir, toolCaller } from "./support/sandbox.ts";
 import { useStack } from "./support/stack-fixture.ts";
 import { refusalCode } from "./support/worker-double.ts";
@@ -26,10 +25,6 @@ const stack = useStack("projoverlap", {
   host: true,
 });
 
-interface OverlapStatus {
-  projectOverlaps: Array<{ projects: Array<{ projectId: string; workspaceRoot: string | null }> }>;
-}
-
 /** The refusal of a create that must not succeed. */
 const refused = (p: Promise<unknown>) =>
   p.then(
@@ -40,9 +35,7 @@ const refused = (p: Promise<unknown>) =>
   );
 
 const create = (root: string, principal = "alice") =>
-  stack
-    .rpc(principal)
-    .call<ProjectView>("projects.create", { name: path.basename(root), workspaceRoot: root });
+  stack.client(principal).call("projects.create", { name: path.basename(root), workspaceRoot: root });
 
 const turnIn = (projectId: string) => agentTurnIn(stack, projectId);
 const call = toolCaller(stack);
@@ -172,7 +165,7 @@ describe("an overlap left by an earlier version", () => {
     );
     expect(pairs).toContainEqual([outer.id, "prj_legacy_inner"].sort());
 
-    const status = await stack.rpc("alice").call<OverlapStatus>("host.status", {});
+    const status = await stack.client("alice").call("host.status", {});
     const pair = status.projectOverlaps.find((o) => o.projects.some((p) => p.projectId === outer.id));
     expect(pair?.projects.map((p) => p.projectId).sort()).toEqual([outer.id, "prj_legacy_inner"].sort());
 

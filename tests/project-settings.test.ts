@@ -19,7 +19,7 @@ import { refusalCode } from "./support/worker-double.ts";
 const stack = useStack("projectsettings", { host: true });
 
 async function newProject(name = "p"): Promise<ProjectView> {
-  return stack.rpc("alice").call<ProjectView>("projects.create", {
+  return stack.client("alice").call("projects.create", {
     name,
     workspaceRoot: stack.newWorkspace(`${name}-${Math.random().toString(36).slice(2, 8)}`),
   });
@@ -44,15 +44,17 @@ describe("project settings", () => {
       updatedAt: null,
     });
     // Only members read a project: bob, once alice adds him.
-    expect(await refusalCode(stack.rpc("bob").call("projects.get", { projectId: p.id }))).toBe("FORBIDDEN");
+    expect(await refusalCode(stack.client("bob").call("projects.get", { projectId: p.id }))).toBe(
+      "FORBIDDEN",
+    );
     await addMembers(stack, p.id, ["bob"]);
-    expect(await stack.rpc("bob").call<ProjectView>("projects.get", { projectId: p.id })).toEqual(p);
+    expect(await stack.client("bob").call("projects.get", { projectId: p.id })).toEqual(p);
   });
 
   it("configure stores canonical origins, bumps the version once per change and audits what changed", async () => {
     const p = await newProject();
-    const rpc = stack.rpc("alice");
-    const v1 = await rpc.call<ProjectView>("projects.configure", {
+    const rpc = stack.client("alice");
+    const v1 = await rpc.call("projects.configure", {
       projectId: p.id,
       network: true,
       previewOrigins: ["HTTPS://Docs.Example.COM:443/", "http://10.1.2.3:8080", "https://docs.example.com"],
@@ -64,13 +66,13 @@ describe("project settings", () => {
     });
     expect(v1.updatedAt).not.toBeNull();
     // The same settings again change nothing: no version, no audit row.
-    const same = await rpc.call<ProjectView>("projects.configure", {
+    const same = await rpc.call("projects.configure", {
       projectId: p.id,
       network: true,
       previewOrigins: ["https://docs.example.com/", "http://10.1.2.3:8080"],
     });
     expect(same).toEqual(v1);
-    const v2 = await rpc.call<ProjectView>("projects.configure", {
+    const v2 = await rpc.call("projects.configure", {
       projectId: p.id,
       network: false,
       expectedVersion: 1,
@@ -100,7 +102,7 @@ describe("project settings", () => {
 
   it("refuses stale versions, malformed origins and unknown projects, changing nothing", async () => {
     const p = await newProject();
-    const rpc = stack.rpc("alice");
+    const rpc = stack.client("alice");
     const configure = (body: Record<string, unknown>) =>
       rpc.call("projects.configure", { projectId: p.id, ...body });
     expect(await refusalCode(configure({ network: true, expectedVersion: 3 }))).toBe(
@@ -132,7 +134,7 @@ describe("project settings", () => {
     expect(await refusalCode(rpc.call("projects.get", { projectId: "prj_missing" }))).toBe(
       "PROJECT_NOT_FOUND",
     );
-    expect(await rpc.call<ProjectView>("projects.get", { projectId: p.id })).toEqual(p);
+    expect(await rpc.call("projects.get", { projectId: p.id })).toEqual(p);
     expect((await auditOf(p.id)).map((r) => r.action)).toEqual(["project.create"]);
   });
 

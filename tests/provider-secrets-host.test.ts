@@ -4,8 +4,6 @@
 // the owner and an approver; the rest of the text, and what the host cannot know to be a secret (a
 // worker's own configured values), stays as sent.
 import { describe, expect, it } from "vitest";
-import type { AuditPage } from "../services/protocol/audit-schemas.ts";
-import type { ProjectView, SessionView } from "../services/protocol/schemas.ts";
 import { REDACTED } from "../services/runtime/secret-redaction.ts";
 import { rows, turnEnded } from "./support/plans.ts";
 import { addMembers } from "./support/stack.ts";
@@ -20,11 +18,11 @@ const AWS_KEY_ID = "AKIAQWERTY1234567890";
 
 describe("the host redacts credential shapes in a worker's turn.end reason", () => {
   it("before the reason is stored or reaches the owner and an approver", async () => {
-    const alice = stack.rpc("alice");
+    const alice = stack.client("alice");
     const ws = stack.newWorkspace("host-redacts");
-    const project = await alice.call<ProjectView>("projects.create", { name: "hr", workspaceRoot: ws });
+    const project = await alice.call("projects.create", { name: "hr", workspaceRoot: ws });
     await addMembers(stack, project.id, ["carol"]);
-    const session = await alice.call<SessionView>("session.create", {
+    const session = await alice.call("session.create", {
       projectId: project.id,
       mode: "agent",
       approvers: ["carol"],
@@ -33,7 +31,7 @@ describe("the host redacts credential shapes in a worker's turn.end reason", () 
     const approver = stack.events(session.id, "carol");
     const a = await promptAndClaim(stack, session.id);
     const error = `401 Incorrect API key provided: Bearer ${OPENAI_KEY}; also ${GITHUB_TOKEN}, ${AWS_KEY_ID} and the worker's own plain-value-1234`;
-    await stack.agent.call("turn.end", {
+    await stack.agentClient.call("turn.end", {
       turnId: a.turnId,
       token: a.token,
       status: "error",
@@ -51,7 +49,7 @@ describe("the host redacts credential shapes in a worker's turn.end reason", () 
     approver.stop();
 
     for (const principal of ["alice", "carol"]) {
-      const page = await stack.rpc(principal).call<AuditPage>("audit.list", { sessionId: session.id });
+      const page = await stack.client(principal).call("audit.list", { sessionId: session.id });
       expect(page.entries.find((e) => e.action === "turn.end")).toMatchObject({ details: { reason } });
     }
     const stored = JSON.stringify(

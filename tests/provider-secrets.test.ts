@@ -8,9 +8,7 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import type { AuditPage } from "../services/protocol/audit-schemas.ts";
 import type { SessionEvent } from "../services/protocol/events.ts";
-import type { ProjectView, SessionView } from "../services/protocol/schemas.ts";
 import { REDACTED } from "../services/runtime/secret-redaction.ts";
 import { type FakeProvider, startFakeAnthropic, startFakeOpenAI } from "./support/fake-providers.ts";
 import { rows, turnEnded } from "./support/plans.ts";
@@ -112,14 +110,14 @@ describe("a provider's 401 echoing the worker's key and header value", () => {
     "$api: neither value reaches the owner, an approver, the audit, the rows or the logs",
     async ({ api, provider, body, reason }) => {
       const fake = api === "openai" ? openai : anthropic;
-      const alice = stack.rpc("alice");
+      const alice = stack.client("alice");
       const ws = stack.newWorkspace(`leak-${api}`);
-      const project = await alice.call<ProjectView>("projects.create", {
+      const project = await alice.call("projects.create", {
         name: `leak-${api}`,
         workspaceRoot: ws,
       });
       await addMembers(stack, project.id, ["carol"]);
-      const session = await alice.call<SessionView>("session.create", {
+      const session = await alice.call("session.create", {
         projectId: project.id,
         mode: "agent",
         model: { provider, model: "m1" },
@@ -129,7 +127,7 @@ describe("a provider's 401 echoing the worker's key and header value", () => {
       const approver = stack.events(session.id, "carol");
       const before = fake.requests.length;
       fake.reply({ kind: "error", status: 401, body });
-      const { turnId } = await alice.call<{ turnId: string }>("session.prompt", {
+      const { turnId } = await alice.call("session.prompt", {
         sessionId: session.id,
         text: "Hi",
       });
@@ -154,7 +152,7 @@ describe("a provider's 401 echoing the worker's key and header value", () => {
       expectNoSecret("the approver's events", JSON.stringify(approver.all));
 
       for (const principal of ["alice", "carol"]) {
-        const page = await stack.rpc(principal).call<AuditPage>("audit.list", { sessionId: session.id });
+        const page = await stack.client(principal).call("audit.list", { sessionId: session.id });
         const end = page.entries.find((e) => e.action === "turn.end");
         expect(end, `${principal} reads the turn's end`).toMatchObject({ code: "PROVIDER_UNAUTHORIZED" });
         expect(JSON.stringify(end)).toContain(REDACTED);

@@ -10,7 +10,7 @@ import { afterAll, describe, expect, it } from "vitest";
 import { decodeJson } from "../services/protocol/envelope.ts";
 import type { SessionEvent } from "../services/protocol/events.ts";
 import { liveSubject } from "../services/protocol/subjects.ts";
-import type { ProjectView, SessionView } from "../services/protocol/schemas.ts";
+import type { SessionView } from "../services/protocol/schemas.ts";
 import { type FakeProvider, startFakeAnthropic, startFakeOpenAI } from "./support/fake-providers.ts";
 import { approveProposal, turnEnded } from "./support/plans.ts";
 import { spawnTs } from "./support/processes.ts";
@@ -69,16 +69,14 @@ afterAll(async () => {
 async function agentSession(name: string, model: { provider: string; model: string }) {
   const ws = stack.newWorkspace(name);
   writeFileSync(path.join(ws, "README.md"), "# fake provider workspace\n");
-  const alice = stack.rpc("alice");
-  const project = await alice.call<ProjectView>("projects.create", { name, workspaceRoot: ws });
-  return alice.call<SessionView>("session.create", { projectId: project.id, mode: "agent", model });
+  const alice = stack.client("alice");
+  const project = await alice.call("projects.create", { name, workspaceRoot: ws });
+  return alice.call("session.create", { projectId: project.id, mode: "agent", model });
 }
 
 async function promptTurn(session: SessionView, text: string) {
   const events = stack.events(session.id);
-  const { turnId } = await stack
-    .rpc("alice")
-    .call<{ turnId: string }>("session.prompt", { sessionId: session.id, text });
+  const { turnId } = await stack.client("alice").call("session.prompt", { sessionId: session.id, text });
   const ended = await turnEnded(events, turnId);
   events.stop();
   return { turnId, ended, events: events.all };
@@ -116,7 +114,7 @@ describe("models from PI_MODELS_JSON against local servers", () => {
     );
     expect(JSON.stringify(request!.body.messages)).toContain("Say hello");
     // The usage the server reported (11 in, 7 out) is the session's, and its last turn's.
-    const view = await stack.rpc("alice").call<SessionView>("session.get", { sessionId: session.id });
+    const view = await stack.client("alice").call("session.get", { sessionId: session.id });
     expect(view.usage).toMatchObject({ input: 11, output: 7, lastTurn: { turnId, input: 11, output: 7 } });
   });
 
@@ -212,8 +210,8 @@ describe("models from PI_MODELS_JSON against local servers", () => {
         messageAt = Date.now();
       });
     const { turnId } = await stack
-      .rpc("alice")
-      .call<{ turnId: string }>("session.prompt", { sessionId: session.id, text: "Stream it" });
+      .client("alice")
+      .call("session.prompt", { sessionId: session.id, text: "Stream it" });
     expect(await turnEnded(events, turnId)).toMatchObject({ status: "completed" });
     sub.unsubscribe();
     events.stop();
@@ -231,7 +229,9 @@ describe("models from PI_MODELS_JSON against local servers", () => {
     async ({ api, provider, model }) => {
       const fake = api === "openai" ? openai : anthropic;
       const session = await agentSession(`cycle-${api}`, { provider, model });
-      await stack.rpc("alice").call("session.configure", { sessionId: session.id, permissionMode: "auto" });
+      await stack
+        .client("alice")
+        .call("session.configure", { sessionId: session.id, permissionMode: "auto" });
       const markdown = "# Write out.txt\n\n1. Write `out.txt` with `done`.\n";
       fake.reply(
         { kind: "toolCall", name: "EnterPlanMode", args: {} },
@@ -246,7 +246,7 @@ describe("models from PI_MODELS_JSON against local servers", () => {
       const before = fake.requests.length;
       const events = stack.events(session.id);
       await stack
-        .rpc("alice")
+        .client("alice")
         .call("session.prompt", { sessionId: session.id, text: "Plan, then write out.txt" });
       const awaiting = (await events.waitFor(
         (e) => e.type === "plan.changed" && (e as SessionEvent<"plan.changed">).state === "awaiting_approval",

@@ -5,7 +5,6 @@
 import { getModels } from "@mariozechner/pi-ai";
 import { describe, expect, it } from "vitest";
 import type { SessionEvent } from "../services/protocol/events.ts";
-import type { ProjectView, SessionView } from "../services/protocol/schemas.ts";
 import { turnEnded } from "./support/plans.ts";
 import { useStack } from "./support/stack-fixture.ts";
 
@@ -33,18 +32,18 @@ describe.skipIf(!provider)("a real provider", () => {
     ),
   });
   it("answers one prompt", async () => {
-    const alice = stack.rpc("alice");
-    const project = await alice.call<ProjectView>("projects.create", {
+    const alice = stack.client("alice");
+    const project = await alice.call("projects.create", {
       name: "smoke",
       workspaceRoot: stack.newWorkspace("smoke"),
     });
-    const session = await alice.call<SessionView>("session.create", {
+    const session = await alice.call("session.create", {
       projectId: project.id,
       mode: "agent",
       model: smokeModel(),
     });
     const events = stack.events(session.id);
-    const { turnId } = await alice.call<{ turnId: string }>("session.prompt", {
+    const { turnId } = await alice.call("session.prompt", {
       sessionId: session.id,
       text: "Reply with the single word: pong",
     });

@@ -5,7 +5,7 @@ import { headers } from "@nats-io/nats-core";
 import { describe, expect, it } from "vitest";
 import { encodeJson } from "../services/protocol/envelope.ts";
 import { REQUEST_ID_HEADER } from "../services/protocol/rpc-client.ts";
-import type { ProjectView, SessionView } from "../services/protocol/schemas.ts";
+import type { SessionView } from "../services/protocol/schemas.ts";
 import { pluginWildcard, rpcSubject, workerHostSubject } from "../services/protocol/subjects.ts";
 import type { ScriptStep } from "../services/protocol/values.ts";
 import { pihost } from "./support/cli.ts";
@@ -31,10 +31,10 @@ async function scriptedSession(
   principal: string,
   script: ScriptStep[] = [{ text: "Done." }],
 ): Promise<SessionView> {
-  const rpc = stack.rpc(principal);
+  const rpc = stack.client(principal);
   const ws = stack.newWorkspace(`ws-${principal}-${Math.random().toString(36).slice(2, 8)}`);
-  const project = await rpc.call<ProjectView>("projects.create", { name: "rid", workspaceRoot: ws });
-  return rpc.call<SessionView>("session.create", {
+  const project = await rpc.call("projects.create", { name: "rid", workspaceRoot: ws });
+  return rpc.call("session.create", {
     projectId: project.id,
     mode: "agent",
     permissionMode: "auto",
@@ -73,8 +73,8 @@ describe("request ids", () => {
     const hostLines = linesWith(stack.host!.lines, id);
     const served = hostLines.filter((l) => l.event === "host.request_served").map((l) => String(l.subject));
     expect(served).toContain(`${stack.env.prefix}.rpc.alice.session.prompt`);
-    expect(served).toContain(workerHostSubject(stack.env.prefix, stack.agent.host, "claim"));
-    expect(served).toContain(workerHostSubject(stack.env.prefix, stack.agent.host, "turn.end"));
+    expect(served).toContain(workerHostSubject(stack.env.prefix, stack.agentClient.host, "claim"));
+    expect(served).toContain(workerHostSubject(stack.env.prefix, stack.agentClient.host, "turn.end"));
     // Only this turn's worker lines carry it.
     const claimed = linesWith(stack.worker!.lines, id).find((l) => l.event === "turn.claimed")!;
     expect(claimed.sessionId).toBe(s.id);
@@ -92,7 +92,7 @@ describe("request ids", () => {
     });
     try {
       await stack.nc.flush();
-      await stack.rpc("alice").call("plugins.register", {
+      await stack.client("alice").call("plugins.register", {
         manifest: {
           id: "ridplug",
           tools: [{ name: "ridpeek", description: "harmless", parameters: { type: "object" }, risk: "low" }],
@@ -154,10 +154,8 @@ describe("a forwarded request", () => {
         hosts.a = spawnHost(s.env, "host-a");
         await hosts.a.waitForEvent("host.ready", 60_000);
         const ws = s.newWorkspace("fwd");
-        const project = await s
-          .rpc("alice")
-          .call<ProjectView>("projects.create", { name: "fwd", workspaceRoot: ws });
-        sessionId = (await s.rpc("alice").call<SessionView>("session.create", { projectId: project.id })).id;
+        const project = await s.client("alice").call("projects.create", { name: "fwd", workspaceRoot: ws });
+        sessionId = (await s.client("alice").call("session.create", { projectId: project.id })).id;
         hosts.b = spawnHost(s.env, "host-b");
         await hosts.b.waitForEvent("host.ready", 60_000);
       } catch (err) {

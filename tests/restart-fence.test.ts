@@ -6,7 +6,6 @@ import path from "node:path";
 import { describe, expect, it } from "vitest";
 import { AppError } from "../services/protocol/app-error.ts";
 import type { SessionEvent } from "../services/protocol/events.ts";
-import type { ProjectView, ProposalView, SessionView } from "../services/protocol/schemas.ts";
 import { eventually } from "./support/stack.ts";
 import { useStack } from "./support/stack-fixture.ts";
 
@@ -15,9 +14,9 @@ const stack = useStack("fence", { host: true, worker: true });
 describe("startup fence", () => {
   it("marks pending work interrupted before serving, refuses the old identity and replays nothing", async () => {
     const ws = stack.newWorkspace("fence");
-    const alice = stack.rpc("alice");
-    const project = await alice.call<ProjectView>("projects.create", { name: "fence", workspaceRoot: ws });
-    const session = await alice.call<SessionView>("session.create", {
+    const alice = stack.client("alice");
+    const project = await alice.call("projects.create", { name: "fence", workspaceRoot: ws });
+    const session = await alice.call("session.create", {
       projectId: project.id,
       mode: "plan",
       model: {
@@ -35,7 +34,7 @@ describe("startup fence", () => {
       },
     });
     const events = stack.events(session.id);
-    const { turnId } = await alice.call<{ turnId: string }>("session.prompt", {
+    const { turnId } = await alice.call("session.prompt", {
       sessionId: session.id,
       text: "plan",
     });
@@ -111,7 +110,7 @@ describe("startup fence", () => {
 
     // The resolve sent with the old identity is stale; nothing changes.
     const err = await alice
-      .call<ProposalView>("plans.resolve", {
+      .call("plans.resolve", {
         proposalId: proposal.proposalId,
         sessionId: session.id,
         turnId: proposal.turnId,
@@ -145,7 +144,7 @@ describe("startup fence", () => {
     expect(readFileSync(path.join(ws, proposal.artifactPath)).equals(fileBefore)).toBe(true);
 
     // The user starts over with a new turn.
-    const next = await alice.call<{ turnId: string }>("session.prompt", {
+    const next = await alice.call("session.prompt", {
       sessionId: session.id,
       text: "again",
     });

@@ -19,7 +19,7 @@ import {
 import { createToolRunner } from "../services/host/tools/tool-runner.ts";
 import { withWorkspaceLock } from "../services/host/tools/workspace-lock.ts";
 import type { SessionEvent } from "../services/protocol/events.ts";
-import type { ToolExecuteResult, TurnAssignment } from "../services/protocol/schemas.ts";
+import type { TurnAssignment } from "../services/protocol/schemas.ts";
 import {
   openStackDir,
   processesWith,
@@ -29,6 +29,7 @@ import {
 } from "./support/sandbox.ts";
 import { type EventCollector, eventually } from "./support/stack.ts";
 import { useStack } from "./support/stack-fixture.ts";
+import type { PermissionDecision } from "../services/protocol/permission-schemas.ts";
 
 const FAST_DEFAULT_MS = 1500;
 // Leases run on the host clock, which the prompt-timeout case moves by minutes.
@@ -49,7 +50,7 @@ function daemonsCommand(mark: string): string {
 
 let calls = 0;
 function bash(a: TurnAssignment, args: Record<string, unknown>, toolCallId = `b${++calls}`) {
-  return stack.agent.call<ToolExecuteResult>("tools.execute", {
+  return stack.agentClient.call("tools.execute", {
     sessionId: a.sessionId,
     turnId: a.turnId,
     token: a.token,
@@ -273,7 +274,7 @@ describe("Bash in the sandbox", () => {
       "daemons",
     );
     const t0 = Date.now();
-    await stack.rpc("alice").call("session.abort", { sessionId: assignment.sessionId });
+    await stack.client("alice").call("session.abort", { sessionId: assignment.sessionId });
     const r = await call.catch((e) => e);
     expect(Date.now() - t0).toBeLessThan(5000);
     expect(r?.code === "TURN_ABORTED" || r?.code === "TURN_TOKEN_INVALID").toBe(true);
@@ -294,8 +295,8 @@ describe("Plan + ask: Bash waits for a person", () => {
   it("a prompt appears; deny stops it; allow-once runs it; no answer times out to a denial", async () => {
     const { ws, assignment } = await sandboxTurn(stack, "plan", "ask");
     const events = stack.events(assignment.sessionId);
-    const alice = stack.rpc("alice");
-    const answer = async (toolCallId: string, decision: string) => {
+    const alice = stack.client("alice");
+    const answer = async (toolCallId: string, decision: PermissionDecision) => {
       const e = (await requested(events, toolCallId)) as unknown as { requestId: string; tool: string };
       expect(e.tool).toBe("Bash");
       await alice.call("permissions.resolve", { requestId: e.requestId, decision });

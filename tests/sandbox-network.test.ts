@@ -69,7 +69,7 @@ function bash(a: TurnAssignment, command: string): Promise<ToolExecuteResult> {
 }
 
 function configure(projectId: string, body: Record<string, unknown>): Promise<ProjectView> {
-  return stack.rpc("alice").call<ProjectView>("projects.configure", { projectId, ...body });
+  return stack.client("alice").call("projects.configure", { projectId, ...body });
 }
 
 /** Reads one line from host:port over bash's /dev/tcp, or fails (exit 1) when it cannot connect. */

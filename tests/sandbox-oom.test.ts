@@ -7,7 +7,6 @@
 import { readFileSync } from "node:fs";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
-import type { HostStatus } from "../services/protocol/schemas.ts";
 import { REPO_ROOT } from "./support/processes.ts";
 import { openStackDir, sandboxTurn } from "./support/sandbox.ts";
 import { useStack } from "./support/stack-fixture.ts";
@@ -28,7 +27,7 @@ describe("a sandbox's oom_score_adj", () => {
       readFileSync(`/proc/${stack.host!.child.pid}/status`, "utf8"),
     )![1]!;
     const capable = ((BigInt(`0x${capEff}`) >> 24n) & 1n) === 1n;
-    const status = await stack.rpc("alice").call<HostStatus>("host.status", {});
+    const status = await stack.client("alice").call("host.status", {});
     const logged = await stack.host!.waitForEvent("host.sandbox_bounds");
     expect(logged).toMatchObject({
       level: capable ? "info" : "warn",

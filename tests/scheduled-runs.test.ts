@@ -9,7 +9,6 @@ import { createDb, type Db } from "../services/host/store/db.ts";
 import { createScheduleStore } from "../services/host/store/schedule-store.ts";
 import { runStartupFence } from "../services/host/store/startup-fence.ts";
 import { unwrap } from "../services/protocol/result.ts";
-import type { ScheduledTaskView } from "../services/protocol/scheduling-schemas.ts";
 import { HOUR, MODEL, schedulingHelpers } from "./support/scheduling.ts";
 import { eventually } from "./support/stack.ts";
 import { useStack } from "./support/stack-fixture.ts";
@@ -19,9 +18,9 @@ const { hook, rows, newProject, runsOf, projectFootprint, refusalAudits } = sche
 
 describe("scheduled tasks", () => {
   it("a due task runs once when the clock passes its occurrence; a due Plan task is refused without a run row", async () => {
-    const alice = stack.rpc("alice");
+    const alice = stack.client("alice");
     const { ws, projectId } = await newProject("due");
-    const agentTask = await alice.call<ScheduledTaskView>("scheduled.create", {
+    const agentTask = await alice.call("scheduled.create", {
       name: "hourly",
       cron: "0 * * * *",
       timezone: "Europe/Berlin",
@@ -29,7 +28,7 @@ describe("scheduled tasks", () => {
       prompt: "hourly check",
       model: MODEL,
     });
-    const planTask = await alice.call<ScheduledTaskView>("scheduled.create", {
+    const planTask = await alice.call("scheduled.create", {
       name: "hourly plan",
       cron: "0 * * * *",
       timezone: "Europe/Berlin",
@@ -70,7 +69,7 @@ describe("scheduled tasks", () => {
     expect(existsSync(path.join(ws, ".pi"))).toBe(false);
 
     // Both advanced to the next occurrence; a later tick does not run the same occurrence again.
-    const tasks = (await alice.call<{ tasks: ScheduledTaskView[] }>("scheduled.list")).tasks;
+    const tasks = (await alice.call("scheduled.list")).tasks;
     for (const t of tasks) expect(Date.parse(t.nextRunAt!)).toBe(due + HOUR);
     await hook("clock.advance", { ms: 2_000 });
     await new Promise((r) => setTimeout(r, 300));
@@ -82,10 +81,10 @@ describe("scheduled tasks", () => {
   });
 
   it("occurrences further in the past than the grace period are recorded missed, not run late", async () => {
-    const alice = stack.rpc("alice");
+    const alice = stack.client("alice");
     const { projectId } = await newProject("missed");
     const callsBefore = stack.callLog().length;
-    const task = await alice.call<ScheduledTaskView>("scheduled.create", {
+    const task = await alice.call("scheduled.create", {
       name: "half past",
       cron: "30 * * * *",
       timezone: "UTC",
@@ -105,7 +104,7 @@ describe("scheduled tasks", () => {
     );
     expect(await projectFootprint(projectId)).toEqual({ sessions: 0, turns: 0, transcript: 0, approvals: 0 });
     expect(stack.callLog()).toHaveLength(callsBefore);
-    const [listed] = (await alice.call<{ tasks: ScheduledTaskView[] }>("scheduled.list")).tasks;
+    const [listed] = (await alice.call("scheduled.list")).tasks;
     expect(Date.parse(listed!.nextRunAt!)).toBe(first + 3 * HOUR);
     expect(
       await rows(
@@ -118,9 +117,9 @@ describe("scheduled tasks", () => {
   });
 
   it("two hosts claiming the same occurrence at once record exactly one run", async () => {
-    const alice = stack.rpc("alice");
+    const alice = stack.client("alice");
     const { projectId } = await newProject("claims");
-    const task = await alice.call<ScheduledTaskView>("scheduled.create", {
+    const task = await alice.call("scheduled.create", {
       name: "contended",
       cron: "15 * * * *",
       timezone: "UTC",
@@ -158,9 +157,9 @@ describe("scheduled tasks", () => {
   });
 
   it("a restart fails runs that never got a turn which it or a host no longer running claimed, never a live host's; nothing is replayed", async () => {
-    const alice = stack.rpc("alice");
+    const alice = stack.client("alice");
     const { projectId } = await newProject("recover");
-    const task = await alice.call<ScheduledTaskView>("scheduled.create", {
+    const task = await alice.call("scheduled.create", {
       name: "interrupted",
       cron: "0 3 * * *",
       timezone: "UTC",
@@ -208,9 +207,9 @@ describe("scheduled tasks", () => {
   it("two hosts' ended runs: each host's scheduler writes only its own, no tick fails, every read shows every outcome", async () => {
     // The finding: runs of one task whose sessions two hosts own; one statement updated every
     // host's ended runs, the lease trigger refused it whole, and the scheduler stopped for everyone.
-    const alice = stack.rpc("alice");
+    const alice = stack.client("alice");
     const { projectId } = await newProject("twohosts");
-    const task = await alice.call<ScheduledTaskView>("scheduled.create", {
+    const task = await alice.call("scheduled.create", {
       name: "shared",
       cron: "0 4 * * *",
       timezone: "UTC",

@@ -4,12 +4,6 @@
 import { existsSync } from "node:fs";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
-import type {
-  ScheduledRunView,
-  ScheduledTaskView,
-  SettingsView,
-} from "../services/protocol/scheduling-schemas.ts";
-import type { SessionView } from "../services/protocol/schemas.ts";
 import { MODEL, schedulingHelpers } from "./support/scheduling.ts";
 import { eventually } from "./support/stack.ts";
 import { useStack } from "./support/stack-fixture.ts";
@@ -20,21 +14,21 @@ const { rows, newProject, runsOf, projectFootprint, refusalAudits } = scheduling
 
 describe("settings", () => {
   it("get/set the app defaults; inherit is never an app default; any principal in dev mode", async () => {
-    const alice = stack.rpc("alice");
-    const bob = stack.rpc("bob");
-    expect(await alice.call<SettingsView>("settings.get")).toEqual({
+    const alice = stack.client("alice");
+    const bob = stack.client("bob");
+    expect(await alice.call("settings.get")).toEqual({
       defaultMode: "agent",
       defaultPermissionMode: "ask",
     });
 
     for (const bad of [{ defaultPermissionMode: "inherit" }, { defaultMode: "chat" }, { other: 1 }]) {
-      expect(await refusalCode(alice.call("settings.set", bad))).toBe("INVALID_PARAMS");
+      expect(await refusalCode(alice.raw("settings.set", bad))).toBe("INVALID_PARAMS");
     }
     expect(await rows("SELECT value FROM app_settings WHERE key = 'defaults'")).toEqual([]);
 
     // Development mode: any principal may change the app settings (production: PI_SETTINGS_ADMINS).
     expect(
-      await bob.call<SettingsView>("settings.set", {
+      await bob.call("settings.set", {
         defaultMode: "plan",
         defaultPermissionMode: "accept-edits",
       }),
@@ -42,7 +36,7 @@ describe("settings", () => {
     expect(await rows("SELECT value FROM app_settings WHERE key = 'defaults'")).toEqual([
       { value: { mode: "plan", permissionMode: "accept-edits" } },
     ]);
-    expect(await refusalCode(alice.call("settings.set", { defaultPermissionMode: "inherit" }))).toBe(
+    expect(await refusalCode(alice.raw("settings.set", { defaultPermissionMode: "inherit" }))).toBe(
       "INVALID_PARAMS",
     );
     expect(await rows("SELECT value FROM app_settings WHERE key = 'defaults'")).toEqual([
@@ -58,25 +52,25 @@ describe("settings", () => {
         },
       },
     ]);
-    expect(await alice.call<SettingsView>("settings.get")).toEqual({
+    expect(await alice.call("settings.get")).toEqual({
       defaultMode: "plan",
       defaultPermissionMode: "accept-edits",
     });
 
     // The app default mode applies to new sessions only.
     const { projectId } = await newProject("settings");
-    const session = await alice.call<SessionView>("session.create", { projectId });
+    const session = await alice.call("session.create", { projectId });
     expect(session.mode).toBe("plan");
   });
 });
 
 describe("scheduled tasks", () => {
   it("create defaults to Agent even when the app default is Plan; explicit zone; owner only", async () => {
-    const alice = stack.rpc("alice");
-    const bob = stack.rpc("bob");
-    expect((await alice.call<SettingsView>("settings.get")).defaultMode).toBe("plan");
+    const alice = stack.client("alice");
+    const bob = stack.client("bob");
+    expect((await alice.call("settings.get")).defaultMode).toBe("plan");
     const { projectId } = await newProject("create");
-    const task = await alice.call<ScheduledTaskView>("scheduled.create", {
+    const task = await alice.call("scheduled.create", {
       name: "weekday review",
       cron: "0 9 * * 1-5",
       timezone: "Europe/Berlin",
@@ -117,10 +111,9 @@ describe("scheduled tasks", () => {
       { cron: "0 0 30 2 *" },
       { mode: "chat" },
     ]) {
-      expect(
-        await refusalCode(alice.call("scheduled.create", { ...base, ...bad })),
-        JSON.stringify(bad),
-      ).toBe("INVALID_PARAMS");
+      expect(await refusalCode(alice.raw("scheduled.create", { ...base, ...bad })), JSON.stringify(bad)).toBe(
+        "INVALID_PARAMS",
+      );
     }
     expect(await refusalCode(alice.call("scheduled.create", { ...base, projectId: "prj_nope" }))).toBe(
       "PROJECT_NOT_FOUND",
@@ -130,7 +123,7 @@ describe("scheduled tasks", () => {
     ).toBe("INVALID_PARAMS");
     expect(await rows("SELECT id FROM scheduled_tasks")).toEqual([{ id: task.id }]);
 
-    expect((await bob.call<{ tasks: unknown[] }>("scheduled.list")).tasks).toEqual([]);
+    expect((await bob.call("scheduled.list")).tasks).toEqual([]);
     for (const [method, params] of [
       ["scheduled.update", { taskId: task.id, mode: "plan" }],
       ["scheduled.run", { taskId: task.id }],
@@ -142,11 +135,9 @@ describe("scheduled tasks", () => {
     expect(await refusalCode(alice.call("scheduled.run", { taskId: "task_missing" }))).toBe(
       "SCHEDULED_TASK_NOT_FOUND",
     );
-    expect(
-      (await alice.call<{ tasks: ScheduledTaskView[] }>("scheduled.list")).tasks.map((t) => t.id),
-    ).toEqual([task.id]);
+    expect((await alice.call("scheduled.list")).tasks.map((t) => t.id)).toEqual([task.id]);
 
-    const disabled = await alice.call<ScheduledTaskView>("scheduled.update", {
+    const disabled = await alice.call("scheduled.update", {
       taskId: task.id,
       enabled: false,
     });
@@ -160,10 +151,10 @@ describe("scheduled tasks", () => {
   });
 
   it("a Plan task is refused before anything exists; after update {mode: agent} it runs under a Plan app default", async () => {
-    const alice = stack.rpc("alice");
+    const alice = stack.client("alice");
     const { ws, projectId } = await newProject("plan-task");
     const callsBefore = stack.callLog().length;
-    const task = await alice.call<ScheduledTaskView>("scheduled.create", {
+    const task = await alice.call("scheduled.create", {
       name: "plan first",
       cron: "0 0 1 1 *",
       timezone: "UTC",
@@ -193,12 +184,12 @@ describe("scheduled tasks", () => {
     ]);
 
     // Switched to Agent explicitly; the app default mode stays Plan.
-    const updated = await alice.call<ScheduledTaskView>("scheduled.update", {
+    const updated = await alice.call("scheduled.update", {
       taskId: task.id,
       mode: "agent",
     });
     expect(updated).toMatchObject({ mode: "agent", version: 1 });
-    expect((await alice.call<SettingsView>("settings.get")).defaultMode).toBe("plan");
+    expect((await alice.call("settings.get")).defaultMode).toBe("plan");
     expect(
       await rows(
         "SELECT principal, details->'changes' AS changes FROM audit_log WHERE action = 'scheduled.update' AND details->>'taskId' = $1",
@@ -206,7 +197,7 @@ describe("scheduled tasks", () => {
       ),
     ).toEqual([{ principal: "alice", changes: { mode: "agent" } }]);
 
-    const run = await alice.call<ScheduledRunView>("scheduled.run", { taskId: task.id });
+    const run = await alice.call("scheduled.run", { taskId: task.id });
     expect(run).toMatchObject({ taskId: task.id, trigger: "manual", status: "running", errorCode: null });
     expect(run.sessionId).toBeTruthy();
     expect(run.turnId).toBeTruthy();
@@ -250,9 +241,9 @@ describe("scheduled tasks", () => {
   });
 
   it("an unattended Agent run cannot enter Plan: EnterPlanMode is PLAN_REQUIRES_INTERACTIVE_SESSION", async () => {
-    const alice = stack.rpc("alice");
+    const alice = stack.client("alice");
     const { ws, projectId } = await newProject("no-plan-unattended");
-    const task = await alice.call<ScheduledTaskView>("scheduled.create", {
+    const task = await alice.call("scheduled.create", {
       name: "tries to plan",
       cron: "0 0 1 1 *",
       timezone: "UTC",
@@ -264,7 +255,7 @@ describe("scheduled tasks", () => {
         script: [{ toolCalls: [{ name: "EnterPlanMode", args: {} }] }, { text: "gave up planning" }],
       },
     });
-    const run = await alice.call<ScheduledRunView>("scheduled.run", { taskId: task.id });
+    const run = await alice.call("scheduled.run", { taskId: task.id });
     await eventually(async () => {
       const [r] = await runsOf(task.id);
       return r?.status === "completed" ? r : null;

@@ -5,13 +5,7 @@ import { existsSync } from "node:fs";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
 import { decodeJson } from "../services/protocol/envelope.ts";
-import type {
-  ProjectView,
-  ProposalView,
-  SessionView,
-  ToolExecuteResult,
-  TurnAssignment,
-} from "../services/protocol/schemas.ts";
+import type { TurnAssignment } from "../services/protocol/schemas.ts";
 import { addMembers } from "./support/stack.ts";
 import { useStack } from "./support/stack-fixture.ts";
 import { promptAndClaim, refusalCode } from "./support/worker-double.ts";
@@ -22,15 +16,15 @@ const codeOf = refusalCode;
 
 async function session(mode: "plan" | "agent", approvers: string[] = []) {
   const ws = stack.newWorkspace(`b-${Math.random().toString(36).slice(2, 8)}`);
-  const alice = stack.rpc("alice");
-  const project = await alice.call<ProjectView>("projects.create", { name: "b", workspaceRoot: ws });
+  const alice = stack.client("alice");
+  const project = await alice.call("projects.create", { name: "b", workspaceRoot: ws });
   await addMembers(stack, project.id, approvers);
-  const s = await alice.call<SessionView>("session.create", { projectId: project.id, mode, approvers });
+  const s = await alice.call("session.create", { projectId: project.id, mode, approvers });
   return { ws, s, alice };
 }
 
 function submit(a: TurnAssignment, title = "P") {
-  return stack.agent.call<ToolExecuteResult>("tools.execute", {
+  return stack.agentClient.call("tools.execute", {
     sessionId: a.sessionId,
     turnId: a.turnId,
     token: a.token,
@@ -44,7 +38,7 @@ function submit(a: TurnAssignment, title = "P") {
 describe("session boundaries", () => {
   it("one active turn: a second prompt is AGENT_BUSY; configure is blocked; idempotent retry returns the first turn", async () => {
     const { s, alice } = await session("agent");
-    const first = await alice.call<{ turnId: string }>("session.prompt", {
+    const first = await alice.call("session.prompt", {
       sessionId: s.id,
       text: "a",
       idempotencyKey: "k1",
@@ -56,7 +50,7 @@ describe("session boundaries", () => {
     expect(await codeOf(alice.call("session.configure", { sessionId: s.id, mode: "plan" }))).toBe(
       "PLAN_CONFIGURATION_BLOCKED",
     );
-    const abort = await alice.call<{ aborted: { turnId: string; code: string } }>("session.abort", {
+    const abort = await alice.call("session.abort", {
       sessionId: s.id,
     });
     expect(abort.aborted).toMatchObject({ turnId: first.turnId, code: "TURN_ABORTED" });
@@ -65,15 +59,15 @@ describe("session boundaries", () => {
     ).rows[0];
     expect(turn).toEqual({ status: "aborted", error_code: "TURN_ABORTED" });
     // Idle again: configuration is accepted, and a configure that changes nothing too.
-    const v = await alice.call<SessionView>("session.configure", {
+    const v = await alice.call("session.configure", {
       sessionId: s.id,
       mode: "plan",
       permissionMode: "auto",
     });
     expect(v).toMatchObject({ mode: "plan", permissionMode: "auto", planningState: "planning" });
-    expect(
-      (await alice.call<SessionView>("session.configure", { sessionId: s.id, mode: "plan" })).version,
-    ).toBe(v.version);
+    expect((await alice.call("session.configure", { sessionId: s.id, mode: "plan" })).version).toBe(
+      v.version,
+    );
   });
 
   it("while an approval is pending: prompt busy, configure blocked, a second plan refused, abort interrupts", async () => {
@@ -87,10 +81,9 @@ describe("session boundaries", () => {
     expect(await codeOf(alice.call("session.configure", { sessionId: s.id, permissionMode: "auto" }))).toBe(
       "PLAN_CONFIGURATION_BLOCKED",
     );
-    const [pending] = (await alice.call<{ proposals: ProposalView[] }>("plans.pending", { sessionId: s.id }))
-      .proposals;
+    const [pending] = (await alice.call("plans.pending", { sessionId: s.id })).proposals;
     expect(pending).toBeDefined();
-    const abort = await alice.call<{ aborted: { code: string; proposalId: string } }>("session.abort", {
+    const abort = await alice.call("session.abort", {
       sessionId: s.id,
     });
     expect(abort.aborted).toMatchObject({
@@ -103,7 +96,7 @@ describe("session boundaries", () => {
       ])
     ).rows[0];
     expect(row).toEqual({ status: "interrupted", error_code: "PLAN_APPROVAL_INTERRUPTED" });
-    expect((await alice.call<SessionView>("session.get", { sessionId: s.id })).mode).toBe("plan");
+    expect((await alice.call("session.get", { sessionId: s.id })).mode).toBe("plan");
     const stale = alice.call("plans.resolve", {
       proposalId: pending!.proposalId,
       sessionId: s.id,
@@ -120,8 +113,7 @@ describe("session boundaries", () => {
     const { s, alice } = await session("plan", ["bob"]);
     const a = await promptAndClaim(stack, s.id);
     await submit(a, "Checks");
-    const [p] = (await alice.call<{ proposals: ProposalView[] }>("plans.pending", { sessionId: s.id }))
-      .proposals;
+    const [p] = (await alice.call("plans.pending", { sessionId: s.id })).proposals;
     const base = { proposalId: p!.proposalId, sessionId: s.id, turnId: p!.turnId, toolCallId: p!.toolCallId };
     expect(
       await codeOf(alice.call("plans.resolve", { ...base, proposalId: "plan_nope", action: "approve" })),
@@ -129,11 +121,11 @@ describe("session boundaries", () => {
     expect(
       await codeOf(
         stack
-          .rpc("mallory")
+          .client("mallory")
           .call("plans.resolve", { ...base, action: "approve", targetPermissionMode: "auto" }),
       ),
     ).toBe("FORBIDDEN");
-    expect(await codeOf(stack.rpc("mallory").call("session.get", { sessionId: s.id }))).toBe("FORBIDDEN");
+    expect(await codeOf(stack.client("mallory").call("session.get", { sessionId: s.id }))).toBe("FORBIDDEN");
     expect(
       await codeOf(
         alice.call("plans.resolve", {
@@ -165,17 +157,17 @@ describe("session boundaries", () => {
       await stack.db.pool.query("SELECT status, version FROM plan_approvals WHERE id = $1", [p!.proposalId])
     ).rows[0];
     expect(row).toEqual({ status: "pending", version: 0 });
-    expect((await alice.call<SessionView>("session.get", { sessionId: s.id })).mode).toBe("plan");
+    expect((await alice.call("session.get", { sessionId: s.id })).mode).toBe("plan");
     // bob is an approver: his approve commits; the same answer again returns the recorded result.
-    const bob = stack.rpc("bob");
-    const approved = await bob.call<ProposalView>("plans.resolve", {
+    const bob = stack.client("bob");
+    const approved = await bob.call("plans.resolve", {
       ...base,
       action: "approve",
       targetPermissionMode: "ask",
     });
     expect(approved.status).toBe("approved");
     expect(
-      await bob.call<ProposalView>("plans.resolve", {
+      await bob.call("plans.resolve", {
         ...base,
         action: "approve",
         targetPermissionMode: "ask",
@@ -195,8 +187,8 @@ describe("session boundaries", () => {
     expect(await codeOf(alice.call("session.configure", { sessionId: s.id, permissionMode: "auto" }))).toBe(
       "PLAN_CONFIGURATION_BLOCKED",
     );
-    const abort = await alice.call<{ aborted: { code: string } }>("session.abort", { sessionId: s.id });
-    expect(abort.aborted.code).toBe("PLAN_EXECUTION_INTERRUPTED");
+    const abort = await alice.call("session.abort", { sessionId: s.id });
+    expect(abort.aborted?.code).toBe("PLAN_EXECUTION_INTERRUPTED");
     const done = (
       await stack.db.pool.query(
         "SELECT status, execution_state, error_code FROM plan_approvals WHERE id = $1",
@@ -208,19 +200,19 @@ describe("session boundaries", () => {
       execution_state: "interrupted",
       error_code: "PLAN_EXECUTION_INTERRUPTED",
     });
-    expect((await alice.call<SessionView>("session.get", { sessionId: s.id })).mode).toBe("agent");
+    expect((await alice.call("session.get", { sessionId: s.id })).mode).toBe("agent");
   });
 
   it("malformed requests are INVALID_PARAMS and change nothing", async () => {
-    const alice = stack.rpc("alice");
+    const alice = stack.client("alice");
     const before = (await stack.db.pool.query("SELECT count(*)::int AS n FROM sessions")).rows[0].n;
-    expect(await codeOf(alice.call("session.create", { projectId: "a.b>" }))).toBe("INVALID_PARAMS");
-    expect(await codeOf(alice.call("session.create", { projectId: "p", mode: "chat" }))).toBe(
+    expect(await codeOf(alice.raw("session.create", { projectId: "a.b>" }))).toBe("INVALID_PARAMS");
+    expect(await codeOf(alice.raw("session.create", { projectId: "p", mode: "chat" }))).toBe(
       "INVALID_PARAMS",
     );
-    expect(await codeOf(alice.call("session.prompt", { sessionId: "s", text: "" }))).toBe("INVALID_PARAMS");
-    expect(await codeOf(alice.call("no.such.method", {}))).toBe("UNKNOWN_METHOD");
-    expect(await codeOf(alice.call("host.hello", { protocolVersion: 999 }))).toBe("PROTOCOL_MISMATCH");
+    expect(await codeOf(alice.raw("session.prompt", { sessionId: "s", text: "" }))).toBe("INVALID_PARAMS");
+    expect(await codeOf(alice.raw("no.such.method", {}))).toBe("UNKNOWN_METHOD");
+    expect(await codeOf(alice.raw("host.hello", { protocolVersion: 999 }))).toBe("PROTOCOL_MISMATCH");
     expect(await codeOf(alice.call("projects.create", { name: "x", workspaceRoot: "/etc" }))).toBe(
       "WORKSPACE_NOT_ALLOWED",
     );

@@ -8,7 +8,6 @@
 // - SIGTERM: another host serves the released sessions within a second.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { SessionEvent } from "../services/protocol/events.ts";
-import type { ProposalView } from "../services/protocol/schemas.ts";
 import type { ScriptStep } from "../services/protocol/values.ts";
 import { approveProposal, exitPlanStep, isPlanChanged, newPlanSession, writeStep } from "./support/plans.ts";
 import { hostEnv, type ManagedProcess, spawnTs, startWorker } from "./support/processes.ts";
@@ -42,14 +41,13 @@ async function owner(sessionId: string): Promise<{ hostId: string; epoch: number
   return { hostId: r.rows[0].host_id, epoch: Number(r.rows[0].epoch) };
 }
 
-const plan = async (id: string) =>
-  (await stack.rpc("alice").call<ProposalView>("plans.get", { proposalId: id })) as ProposalView;
+const plan = async (id: string) => stack.client("alice").call("plans.get", { proposalId: id });
 
 /** A Plan session whose prompt parks on a pending plan; the execution runs `after`. */
 async function pendingPlan(name: string, after: ScriptStep[]) {
   const { session } = await newPlanSession(stack, name, [exitPlanStep(`${name} plan`), ...after]);
   const events = stack.events(session.id);
-  await stack.rpc("alice").call("session.prompt", { sessionId: session.id, text: "plan" });
+  await stack.client("alice").call("session.prompt", { sessionId: session.id, text: "plan" });
   const e = (await events.waitFor(
     (x) => isPlanChanged(x) && x.state === "awaiting_approval",
     30_000,
@@ -119,7 +117,7 @@ describe("three hosts, two workers", () => {
     expect((await plan(other2!.proposal.proposalId)).status).toBe("pending");
     // The taken-over session serves its next prompt on the new owner.
     await eventually(
-      () => stack.rpc("alice").call("session.prompt", { sessionId: waiting!.session.id, text: "again" }),
+      () => stack.client("alice").call("session.prompt", { sessionId: waiting!.session.id, text: "again" }),
       20_000,
     );
   });
@@ -161,7 +159,7 @@ describe("three hosts, two workers", () => {
     const by = await plansOn(["h3"], 1, [{ text: "x" }]);
     const [p] = by.get("h3")!;
     expect((await owner(p!.session.id)).hostId).toBe("h3");
-    await stack.rpc("alice").call("plans.resolve", {
+    await stack.client("alice").call("plans.resolve", {
       proposalId: p!.proposal.proposalId,
       sessionId: p!.session.id,
       turnId: p!.proposal.turnId,
@@ -174,7 +172,7 @@ describe("three hosts, two workers", () => {
     const stoppedAt = Date.now();
     await eventually(async () => (await owner(p!.session.id)).hostId !== "h3", 5_000);
     const served = await eventually(
-      () => stack.rpc("alice").call<{ mode: string }>("session.get", { sessionId: p!.session.id }),
+      () => stack.client("alice").call("session.get", { sessionId: p!.session.id }),
       5_000,
     );
     expect(served.mode).toBe("plan");

@@ -3,21 +3,11 @@
 // turns; repeated past the bound it degrades only that session; an actor's throw never ends the host;
 // idle actors are passivated and re-activated on the next request.
 import { describe, expect, it } from "vitest";
-import type { ProjectView, SessionView } from "../services/protocol/schemas.ts";
+import type { SessionView } from "../services/protocol/schemas.ts";
 import { PROTOCOL_VERSION } from "../services/protocol/subjects.ts";
 import { eventually } from "./support/stack.ts";
 import { useStack } from "./support/stack-fixture.ts";
 import { refusalCode } from "./support/worker-double.ts";
-
-interface HostStatus {
-  hostId: string;
-  sessions: {
-    active: number;
-    passivated: number;
-    degraded: Array<{ sessionId: string; failures: number; since: string }>;
-  };
-  uptimeMs: number;
-}
 
 const PASSIVATE_AFTER_MS = 1000;
 let projectId: string;
@@ -33,18 +23,18 @@ const stack = useStack("supervision", {
   worker: true,
   async setup(s) {
     const project = await s
-      .rpc("alice")
-      .call<ProjectView>("projects.create", { name: "supervision", workspaceRoot: s.newWorkspace("ws") });
+      .client("alice")
+      .call("projects.create", { name: "supervision", workspaceRoot: s.newWorkspace("ws") });
     projectId = project.id;
   },
 });
 
 const hook = <T>(name: string, params: unknown) => stack.hook<T>(name, params);
 
-const status = () => stack.rpc("alice").call<HostStatus>("host.status", {});
+const status = () => stack.client("alice").call("host.status", {});
 
 function newSession(): Promise<SessionView> {
-  return stack.rpc("alice").call<SessionView>("session.create", {
+  return stack.client("alice").call("session.create", {
     projectId,
     mode: "agent",
     model: { provider: "scripted", model: "script", script: [{ text: "done" }] },
@@ -52,7 +42,7 @@ function newSession(): Promise<SessionView> {
 }
 
 async function prompt(sessionId: string, text = "go"): Promise<string> {
-  const r = await stack.rpc("alice").call<{ turnId: string }>("session.prompt", { sessionId, text });
+  const r = await stack.client("alice").call("session.prompt", { sessionId, text });
   return r.turnId;
 }
 
@@ -95,16 +85,14 @@ describe("session supervision", () => {
     expect(last).toMatchObject({ failures: 4, degraded: true });
 
     expect(
-      await refusalCode(stack.rpc("alice").call("session.prompt", { sessionId: victim.id, text: "x" })),
+      await refusalCode(stack.client("alice").call("session.prompt", { sessionId: victim.id, text: "x" })),
     ).toBe("SESSION_DEGRADED");
-    expect(await refusalCode(stack.rpc("alice").call("session.configure", { sessionId: victim.id }))).toBe(
+    expect(await refusalCode(stack.client("alice").call("session.configure", { sessionId: victim.id }))).toBe(
       "SESSION_DEGRADED",
     );
     expect(await refusalCode(hook("actor.fault", { sessionId: victim.id }))).toBe("SESSION_DEGRADED");
     // Reads still work.
-    expect((await stack.rpc("alice").call<SessionView>("session.get", { sessionId: victim.id })).id).toBe(
-      victim.id,
-    );
+    expect((await stack.client("alice").call("session.get", { sessionId: victim.id })).id).toBe(victim.id);
 
     // Every one of the 50 turns completed, untouched by the victim's failures.
     const turnIds = await prompts;
@@ -127,7 +115,7 @@ describe("session supervision", () => {
     await new Promise((r) => setTimeout(r, 300));
     expect(stack.host!.child.exitCode).toBeNull();
     expect(stack.host!.child.signalCode).toBeNull();
-    const hello = await stack.rpc("alice").call<{ hostId: string }>("host.hello", {
+    const hello = await stack.client("alice").call("host.hello", {
       protocolVersion: PROTOCOL_VERSION,
     });
     expect(hello.hostId).toBeTruthy();

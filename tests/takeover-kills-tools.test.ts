@@ -7,7 +7,7 @@
 import { existsSync } from "node:fs";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
-import type { ProjectView, SessionView, ToolExecuteResult } from "../services/protocol/schemas.ts";
+import type { ToolExecuteResult } from "../services/protocol/schemas.ts";
 import { hostEnv, type ManagedProcess, spawnTs } from "./support/processes.ts";
 import { sandboxWorkspace } from "./support/sandbox.ts";
 import { eventually } from "./support/stack.ts";
@@ -30,9 +30,9 @@ describe("a host taken over while paused", () => {
   it("kills its running Bash at once when it resumes: no late write, the new owner's record stays", async () => {
     const h1 = stack.host!;
     const ws = sandboxWorkspace(stack, "late");
-    const alice = stack.rpc("alice");
-    const project = await alice.call<ProjectView>("projects.create", { name: "late", workspaceRoot: ws });
-    const session = await alice.call<SessionView>("session.create", {
+    const alice = stack.client("alice");
+    const project = await alice.call("projects.create", { name: "late", workspaceRoot: ws });
+    const session = await alice.call("session.create", {
       projectId: project.id,
       mode: "agent",
       permissionMode: "auto",
@@ -83,6 +83,6 @@ describe("a host taken over while paused", () => {
       session.id,
     ]);
     expect(lease.rows).toEqual([{ host_id: "h2" }]);
-    expect((await alice.call<SessionView>("session.get", { sessionId: session.id })).id).toBe(session.id);
+    expect((await alice.call("session.get", { sessionId: session.id })).id).toBe(session.id);
   });
 });

@@ -9,20 +9,21 @@ import path from "node:path";
 import { describe, expect, it } from "vitest";
 import { AppError } from "../services/protocol/app-error.ts";
 import type { SessionEvent } from "../services/protocol/events.ts";
-import type { ProjectView, SessionView, TurnAssignment } from "../services/protocol/schemas.ts";
+import type { TurnAssignment } from "../services/protocol/schemas.ts";
 import { useStack } from "./support/stack-fixture.ts";
 import { promptAndClaim, refusalCode, executeTool } from "./support/worker-double.ts";
+import type { PermissionMode } from "../services/protocol/modes.ts";
 
 const stack = useStack("tooladmit", {
   extra: { PI_TOOLS_MAX_PER_SESSION: "1", PI_TOOLS_MAX_CONCURRENT: "64" },
   host: true,
 });
 
-async function liveTurn(permissionMode: string) {
+async function liveTurn(permissionMode: PermissionMode) {
   const ws = stack.newWorkspace(`ws-${Math.random().toString(36).slice(2, 8)}`);
-  const alice = stack.rpc("alice");
-  const project = await alice.call<ProjectView>("projects.create", { name: "p", workspaceRoot: ws });
-  const session = await alice.call<SessionView>("session.create", {
+  const alice = stack.client("alice");
+  const project = await alice.call("projects.create", { name: "p", workspaceRoot: ws });
+  const session = await alice.call("session.create", {
     projectId: project.id,
     mode: "agent",
     permissionMode,
@@ -72,7 +73,9 @@ describe("tools.execute admission", () => {
     expect(readFileSync(path.join(b.ws, "x.txt"), "utf8")).toBe("x");
 
     // Answer the prompt: the slot is released and the refused call's retry runs.
-    await stack.rpc("alice").call("permissions.resolve", { requestId: ev.requestId, decision: "allow-once" });
+    await stack
+      .client("alice")
+      .call("permissions.resolve", { requestId: ev.requestId, decision: "allow-once" });
     expect(await first).toMatchObject({ isError: false });
     expect(await retry).toMatchObject({ isError: false });
     expect(readFileSync(path.join(a.ws, "a.txt"), "utf8")).toBe("one");
@@ -89,7 +92,7 @@ describe("tools.execute admission", () => {
         e.type === "permission.requested" && (e as SessionEvent<"permission.requested">).toolCallId === "w2",
     )) as SessionEvent<"permission.requested">;
     await stack
-      .rpc("alice")
+      .client("alice")
       .call("permissions.resolve", { requestId: ev2.requestId, decision: "allow-once" });
     expect(await w2).toMatchObject({ isError: false });
     expect(readFileSync(path.join(a.ws, "b.txt"), "utf8")).toBe("two");

@@ -1,7 +1,6 @@
 // Usage is the model's report, carried by the worker: untrusted. A report that is not numbers
 // (strings, objects, huge values) counts nothing and never breaks session.get.
 import { describe, expect, it } from "vitest";
-import type { ProjectView, SessionView } from "../services/protocol/schemas.ts";
 import { useStack } from "./support/stack-fixture.ts";
 import { promptAndClaim } from "./support/worker-double.ts";
 
@@ -9,12 +8,12 @@ const stack = useStack("usage", { host: true });
 
 describe("usage on session.get", () => {
   it("sums the numbers workers reported and ignores anything else", async () => {
-    const alice = stack.rpc("alice");
-    const project = await alice.call<ProjectView>("projects.create", {
+    const alice = stack.client("alice");
+    const project = await alice.call("projects.create", {
       name: "u",
       workspaceRoot: stack.newWorkspace("u"),
     });
-    const session = await alice.call<SessionView>("session.create", { projectId: project.id, mode: "agent" });
+    const session = await alice.call("session.create", { projectId: project.id, mode: "agent" });
     expect(session.usage).toEqual({
       input: 0,
       output: 0,
@@ -30,7 +29,7 @@ describe("usage on session.get", () => {
       usage,
       timestamp: 1,
     });
-    await stack.agent.call("append", {
+    await stack.agentClient.call("append", {
       turnId: a.turnId,
       token: a.token,
       messages: [
@@ -40,7 +39,7 @@ describe("usage on session.get", () => {
         assistant({ input: 1, output: 2 }),
       ],
     });
-    const view = await alice.call<SessionView>("session.get", { sessionId: session.id });
+    const view = await alice.call("session.get", { sessionId: session.id });
     expect(view.usage).toEqual({
       input: 101,
       output: 22,

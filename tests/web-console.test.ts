@@ -13,8 +13,8 @@ import type { NatsConnection, Subscription } from "@nats-io/transport-node";
 import type { Browser, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { decodeJson } from "../services/protocol/envelope.ts";
-import { createRpcClient } from "../services/protocol/rpc-client.ts";
-import type { ProjectView, ProposalView, SessionView } from "../services/protocol/schemas.ts";
+import { rpcClient } from "../services/protocol/rpc-client.ts";
+import type { SessionView } from "../services/protocol/schemas.ts";
 import type { ScriptStep } from "../services/protocol/values.ts";
 import { launchChromium, type StaticServer, serveStatic } from "./support/browser.ts";
 import { REPO_ROOT } from "./support/processes.ts";
@@ -36,8 +36,7 @@ let bobNc: NatsConnection;
 const bobGot: string[] = [];
 const subs: Subscription[] = [];
 
-const rpc = (nc: NatsConnection, principal: string) =>
-  createRpcClient({ nc, prefix: stack.env.prefix, principal });
+const rpc = (nc: NatsConnection, principal: string) => rpcClient({ nc, prefix: stack.env.prefix, principal });
 
 beforeAll(async () => {
   mkdirSync(SHOTS, { recursive: true });
@@ -100,8 +99,8 @@ async function planSession(
 ): Promise<{ ws: string; session: SessionView }> {
   const alice = rpc(aliceNc, "alice");
   const ws = stack.newWorkspace(`alice/${title.replace(/\W+/g, "-").toLowerCase()}`);
-  const project = await alice.call<ProjectView>("projects.create", { name: title, workspaceRoot: ws });
-  const session = await alice.call<SessionView>("session.create", {
+  const project = await alice.call("projects.create", { name: title, workspaceRoot: ws });
+  const session = await alice.call("session.create", {
     projectId: project.id,
     title,
     mode: "plan",
@@ -224,8 +223,7 @@ describe("the web console in Chromium", () => {
     await page.locator("[data-state]").first().waitFor();
     await recordHighlights(page);
     // Before any request the session may have no live actor: the host says so, the page marks nothing.
-    const initial = (await rpc(aliceNc, "alice").call<SessionView>("session.get", { sessionId: session.id }))
-      .machineState;
+    const initial = (await rpc(aliceNc, "alice").call("session.get", { sessionId: session.id })).machineState;
     await eventually(
       async () => (await highlighted(page)) === (initial === "passivated" ? null : initial) || undefined,
       10_000,
@@ -238,7 +236,7 @@ describe("the web console in Chromium", () => {
     await card.getByRole("button", { name: "Approve" }).waitFor({ timeout: 30_000 });
     await atState(page, host, "parked");
     const [proposal] = (
-      await rpc(aliceNc, "alice").call<{ proposals: ProposalView[] }>("plans.pending", {
+      await rpc(aliceNc, "alice").call("plans.pending", {
         sessionId: session.id,
       })
     ).proposals;
@@ -291,7 +289,7 @@ describe("the web console in Chromium", () => {
       all.join(" -> "),
     ).toBe(true);
     expect(isSubsequence(["idle", "running", "parked", "queued", "running", "idle"], host)).toBe(true);
-    const approved = await rpc(aliceNc, "alice").call<ProposalView>("plans.get", {
+    const approved = await rpc(aliceNc, "alice").call("plans.get", {
       proposalId: proposal!.proposalId,
     });
     expect(approved).toMatchObject({
@@ -312,7 +310,7 @@ describe("the web console in Chromium", () => {
     // bob's own NATS connection carried nothing of alice's session, and the bus refuses him.
     expect(bobGot.filter((s) => s.includes(session.id))).toEqual([]);
     const bob = rpc(bobNc, "bob");
-    const since = await bob.call<{ events: Array<{ sessionId: string }> }>("events.since", { after: 0 });
+    const since = await bob.call("events.since", { after: 0 });
     expect(since.events.filter((e) => e.sessionId === session.id)).toEqual([]);
     expect(await refusalCode(bob.call("artifacts.read", { proposalId: proposal!.proposalId }))).toBe(
       "FORBIDDEN",
@@ -332,9 +330,7 @@ describe("the web console in Chromium", () => {
     const alice = rpc(aliceNc, "alice");
     await alice.call("session.prompt", { sessionId: session.id, text: "plan" });
     const proposal = await eventually(
-      async () =>
-        (await alice.call<{ proposals: ProposalView[] }>("plans.pending", { sessionId: session.id }))
-          .proposals[0],
+      async () => (await alice.call("plans.pending", { sessionId: session.id })).proposals[0],
       30_000,
     );
     const file = path.join(ws, proposal.artifactPath);

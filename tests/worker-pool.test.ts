@@ -7,7 +7,7 @@
 import { writeFileSync } from "node:fs";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
-import type { ProjectView, SessionView, WorkerList } from "../services/protocol/schemas.ts";
+import type { WorkerList } from "../services/protocol/schemas.ts";
 import { jsonOut, pihost } from "./support/cli.ts";
 import { useFakeOpenAIModels } from "./support/fake-providers.ts";
 import {
@@ -38,7 +38,7 @@ const ran = (lines: string[], turnId: string) => lines.some((l) => l.includes(tu
 
 describe("a pool of two workers", () => {
   it("a worker SIGKILLed mid-turn: TURN_LEASE_EXPIRED within the lease, never replayed, parked turns unaffected, the next turn on the other worker", async () => {
-    const alice = stack.rpc("alice");
+    const alice = stack.client("alice");
     const w1 = await stack.startWorker();
     const w2 = await stack.startWorker();
     const ids = [
@@ -58,14 +58,14 @@ describe("a pool of two workers", () => {
     // A running turn: its model call waits for a file that appears only after the kill.
     const marker = path.join(stack.dir, `release-${Date.now()}`);
     const ws = stack.newWorkspace(`pool-${Date.now()}`);
-    const project = await alice.call<ProjectView>("projects.create", { name: "pool", workspaceRoot: ws });
-    const session = await alice.call<SessionView>("session.create", {
+    const project = await alice.call("projects.create", { name: "pool", workspaceRoot: ws });
+    const session = await alice.call("session.create", {
       projectId: project.id,
       mode: "agent",
       model: { provider: "scripted", model: "script", script: [{ waitForFile: marker, text: "released" }] },
     });
     const events = stack.events(session.id);
-    const { turnId } = await alice.call<{ turnId: string }>("session.prompt", {
+    const { turnId } = await alice.call("session.prompt", {
       sessionId: session.id,
       text: "first",
     });
@@ -81,7 +81,7 @@ describe("a pool of two workers", () => {
     // workers.list: both workers, what they serve, the turn the victim holds; the same for bob.
     const listed = await eventually(
       async () => {
-        const r = await alice.call<WorkerList>("workers.list", {});
+        const r = await alice.call("workers.list", {});
         return r.workers.find((w) => w.workerId === victimId)?.turns === 1 ? r : null;
       },
       10_000,
@@ -93,7 +93,7 @@ describe("a pool of two workers", () => {
       expect(Number.isNaN(Date.parse(w.lastSeenAt))).toBe(false);
     }
     expect(listed.workers.find((w) => w.workerId === survivorId)?.turns).toBe(0);
-    const asBob = await stack.rpc("bob").call<WorkerList>("workers.list", {});
+    const asBob = await stack.client("bob").call("workers.list", {});
     expect(asBob.workers.map((w) => w.workerId).sort()).toEqual([...ids].sort());
     const cli = await pihost(stack, ["workers"], "bob");
     expect(cli.code).toBe(0);
@@ -126,14 +126,14 @@ describe("a pool of two workers", () => {
     expect(ran(survivor.lines, execTurn)).toBe(true);
 
     // The next turn of the session runs on the other worker.
-    const next = await alice.call<{ turnId: string }>("session.prompt", {
+    const next = await alice.call("session.prompt", {
       sessionId: session.id,
       text: "second",
     });
     expect(await turnEnded(events, next.turnId, 30_000)).toMatchObject({ status: "completed" });
     expect(ran(survivor.lines, next.turnId)).toBe(true);
     // The killed worker is still listed until it is forgotten (90 s), holding no turn now.
-    const afterKill = await alice.call<WorkerList>("workers.list", {});
+    const afterKill = await alice.call("workers.list", {});
     expect(afterKill.workers.find((w) => w.workerId === victimId)?.turns ?? 0).toBe(0);
 
     await survivor.stop();

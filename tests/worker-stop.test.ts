@@ -5,7 +5,6 @@
 // worker, whose model request carries the earlier messages: one context, any worker.
 import { describe, expect, it } from "vitest";
 import type { SessionEvent } from "../services/protocol/events.ts";
-import type { ProjectView, SessionView } from "../services/protocol/schemas.ts";
 import { useFakeOpenAIModels } from "./support/fake-providers.ts";
 import { turnEnded } from "./support/plans.ts";
 import { eventually } from "./support/stack.ts";
@@ -24,10 +23,10 @@ const stack = useStack("wstop", {
 const contents = (body: Record<string, unknown>) => JSON.stringify((body.messages as unknown[]) ?? []);
 
 async function stopMidTurn(how: "SIGTERM" | "SIGKILL", code: string) {
-  const alice = stack.rpc("alice");
+  const alice = stack.client("alice");
   const ws = stack.newWorkspace(`w-${how}`);
-  const project = await alice.call<ProjectView>("projects.create", { name: how, workspaceRoot: ws });
-  const session = await alice.call<SessionView>("session.create", {
+  const project = await alice.call("projects.create", { name: how, workspaceRoot: ws });
+  const session = await alice.call("session.create", {
     projectId: project.id,
     mode: "agent",
     model: { provider: "local-openai", model: "m1" },
@@ -39,7 +38,7 @@ async function stopMidTurn(how: "SIGTERM" | "SIGKILL", code: string) {
     .openai()
     .reply({ kind: "text", chunks: Array.from({ length: 40 }, (_, i) => `slow ${i} `), delayMs: 150 });
   const before = fake.openai().requests.length;
-  const { turnId } = await alice.call<{ turnId: string }>("session.prompt", {
+  const { turnId } = await alice.call("session.prompt", {
     sessionId: session.id,
     text: `first prompt (${how})`,
   });
@@ -56,7 +55,7 @@ async function stopMidTurn(how: "SIGTERM" | "SIGKILL", code: string) {
   // The next prompt runs on a second worker, with the earlier messages in its request.
   const second = await stack.startWorker();
   fake.openai().reply({ kind: "text", chunks: ["second answer"] });
-  const next = await alice.call<{ turnId: string }>("session.prompt", {
+  const next = await alice.call("session.prompt", {
     sessionId: session.id,
     text: "second prompt",
   });

@@ -16,7 +16,6 @@ import path from "node:path";
 import { describe, expect, it } from "vitest";
 import { checkSandboxAccess, grantSandboxAccess } from "../services/host/tools/workspace-access.ts";
 import { AppError } from "../services/protocol/app-error.ts";
-import type { ProjectView } from "../services/protocol/schemas.ts";
 import { agentTurnIn, openStackDir, SANDBOX_USER, toolCaller } from "./support/sandbox.ts";
 import type { Stack } from "./support/stack.ts";
 import { useStack } from "./support/stack-fixture.ts";
@@ -50,7 +49,7 @@ const refused = (p: Promise<unknown>) =>
   );
 
 const create = (stack: Stack, root: string) =>
-  stack.rpc("alice").call<ProjectView>("projects.create", { name: "ws", workspaceRoot: root });
+  stack.client("alice").call("projects.create", { name: "ws", workspaceRoot: root });
 
 describe("with PI_SANDBOX_GRANT_ACL off", () => {
   const stack = useStack("wsaccess_off", {

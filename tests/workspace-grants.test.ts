@@ -15,7 +15,6 @@ import { createDb } from "../services/host/store/db.ts";
 import { createProjectStore } from "../services/host/store/project-store.ts";
 import { foldersFor } from "../services/host/tools/workspace-grants.ts";
 import { AppError } from "../services/protocol/app-error.ts";
-import type { ProjectView } from "../services/protocol/schemas.ts";
 import { hostEnv, spawnTs } from "./support/processes.ts";
 import type { Stack } from "./support/stack.ts";
 import { useStack } from "./support/stack-fixture.ts";
@@ -48,9 +47,7 @@ const stack = useStack("wsgrants", { prepare, host: true });
 
 const at = (...parts: string[]) => path.join(stack.dir, ...parts);
 const create = (principal: string, root: string) =>
-  stack
-    .rpc(principal)
-    .call<ProjectView>("projects.create", { name: path.basename(root), workspaceRoot: root });
+  stack.client(principal).call("projects.create", { name: path.basename(root), workspaceRoot: root });
 
 /** The refusal of a create that must not succeed. */
 const refused = (p: Promise<unknown>) =>

@@ -11,7 +11,6 @@ import { createDb, isWriteFenced, WRITE_FENCED_SQLSTATE } from "../services/host
 import { migrateUp } from "../services/host/store/migrate.ts";
 import { runStartupFence } from "../services/host/store/startup-fence.ts";
 import { unwrap } from "../services/protocol/result.ts";
-import type { ProjectView } from "../services/protocol/project-schemas.ts";
 import { startHost } from "./support/processes.ts";
 import { useStack } from "./support/stack-fixture.ts";
 import type { TestDatabase } from "./support/test-db.ts";
@@ -164,9 +163,9 @@ describe("a superseded host process", () => {
 
   it("answers its first write HOST_FENCED with nothing committed, then exits; the newer incarnation serves", async () => {
     const a = await stack.startHost();
-    const alice = stack.rpc("alice");
+    const alice = stack.client("alice");
     const project = (name: string) =>
-      alice.call<ProjectView>("projects.create", { name, workspaceRoot: stack.newWorkspace(name) });
+      alice.call("projects.create", { name, workspaceRoot: stack.newWorkspace(name) });
     await project("before");
 
     // A is paused (a long GC, a frozen VM); meanwhile a newer incarnation with the same id fences.

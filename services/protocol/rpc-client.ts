@@ -1,5 +1,6 @@
 // A small request/reply client over the bus contract, shared by the CLI, the agent worker and tests.
-// rpcClient/agentClient are typed by the METHODS table; createRpcClient/createAgentClient stay loose for tests.
+// rpcClient/agentClient are typed by the METHODS table; each has one unchecked path, `raw(method, body)`,
+// for the tests that send malformed or hostile input on purpose (and bounded-call.ts's body parts).
 import { headers, type NatsConnection } from "@nats-io/nats-core";
 import type { AgentHello } from "./agent-schemas.ts";
 import { AppError } from "./app-error.ts";
@@ -138,31 +139,3 @@ export function agentClient(opts: RpcClientOptions) {
 }
 /** The agent-worker methods of one host (`agentClient(...).to(host)`). */
 export type TypedAgentClient = ReturnType<ReturnType<typeof agentClient>["to"]>;
-
-/** The loose client of the tests: any method name, any body, the result type the caller names. */
-export function createRpcClient(opts: RpcClientOptions & { principal: string }) {
-  const { raw } = rpcClient(opts);
-  return {
-    principal: opts.principal,
-    call<T = unknown>(method: string, params: unknown = {}): Promise<T> {
-      return raw<T>(method, params);
-    },
-  };
-}
-export type RpcClient = ReturnType<typeof createRpcClient>;
-
-/**
- * The loose agent-worker client of the tests (any of the agent methods, any body), sent to `host`'s
- * subjects; `to(other)` is the same client for another host.
- */
-export function createAgentClient(opts: RpcClientOptions & { host: string }) {
-  const client = agentClient(opts).to(opts.host);
-  return {
-    host: opts.host,
-    call<T = unknown>(method: AgentMethod, params: unknown): Promise<T> {
-      return client.raw<T>(method, params);
-    },
-    to: (host: string) => createAgentClient({ ...opts, host }),
-  };
-}
-export type AgentClient = ReturnType<typeof createAgentClient>;

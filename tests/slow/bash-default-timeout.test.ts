@@ -2,8 +2,7 @@
 // over NATS against a host started without PI_BASH_DEFAULT_TIMEOUT_MS. One ~62 s test, run by
 // `npm test` like every other file; the fast suite checks the same path with a short default.
 import { afterAll, beforeAll, expect, it } from "vitest";
-import { createAgentClient } from "../../services/protocol/rpc-client.ts";
-import type { ToolExecuteResult } from "../../services/protocol/schemas.ts";
+import { agentClient } from "../../services/protocol/rpc-client.ts";
 import { openStackDir, sandboxTurn } from "../support/sandbox.ts";
 import { createStack, type Stack } from "../support/stack.ts";
 
@@ -21,19 +20,18 @@ afterAll(async () => {
 
 it("a Bash call without timeout is ended after 60 s with TOOL_TIMEOUT", { timeout: 120_000 }, async () => {
   const { assignment: a } = await sandboxTurn(stack, "agent");
-  const agent = createAgentClient({
+  const agent = agentClient({
     nc: stack.nc,
     prefix: stack.env.prefix,
     timeoutMs: 90_000,
-    host: stack.agent.host,
-  });
+  }).to(stack.agentClient.host);
   // Keep the turn's lease alive while the command runs, as a worker would.
   const beat = setInterval(() => {
     agent.call("heartbeat", { turnId: a.turnId, token: a.token }).catch(() => {});
   }, 2_000);
   try {
     const t0 = Date.now();
-    const r = await agent.call<ToolExecuteResult>("tools.execute", {
+    const r = await agent.call("tools.execute", {
       sessionId: a.sessionId,
       turnId: a.turnId,
       token: a.token,

@@ -84,7 +84,7 @@ describe("BrowserPreview", () => {
     "renders a listed origin's page in Plan, blocks every other origin, and writes only the scratch PNG",
     async () => {
       const { ws, projectId, assignment } = await sandboxTurn(stack, "plan");
-      await stack.rpc("alice").call("projects.configure", { projectId, previewOrigins: [origin] });
+      await stack.client("alice").call("projects.configure", { projectId, previewOrigins: [origin] });
       const before = listing(ws);
       const r = await call(assignment, "BrowserPreview", { url: `${origin}/`, waitMs: 300 });
       expect(r.isError, textOf(r)).toBe(false);
@@ -186,7 +186,7 @@ describe("BrowserPreview", () => {
         expect(before).toMatchObject({ isError: true, code: "BROWSER_URL_NOT_ALLOWED" });
         expect(listedHits).toEqual([]);
 
-        await stack.rpc("alice").call("projects.configure", {
+        await stack.client("alice").call("projects.configure", {
           projectId,
           previewOrigins: [`${listedOrigin}/`],
         });
@@ -325,7 +325,7 @@ describe("BrowserPreview never reads the host's loopback", () => {
   () => { document.getElementById("r").textContent = "loopback unreachable"; });</script>`,
         );
         // The person's own loopback origin listed too: loopback stays the sandbox's own.
-        await stack.rpc("alice").call("projects.configure", {
+        await stack.client("alice").call("projects.configure", {
           projectId,
           previewOrigins: [listed, `http://127.0.0.1:${v4.port}`],
         });

@@ -15,7 +15,6 @@ import { runStartupFence } from "../../services/host/store/startup-fence.ts";
 import { unwrap } from "../../services/protocol/result.ts";
 import { takeOverHost } from "../../services/host/store/takeover.ts";
 import type { SessionEvent } from "../../services/protocol/events.ts";
-import type { ProjectView, SessionView } from "../../services/protocol/schemas.ts";
 import { startHost } from "../support/processes.ts";
 import { eventually } from "../support/stack.ts";
 import { useStack } from "../support/stack-fixture.ts";
@@ -243,12 +242,12 @@ describe("host processes on one database", () => {
 
   /** A Plan session on the only running host, left with a pending approval. */
   async function pendingApproval(name: string): Promise<{ sessionId: string; proposalId: string }> {
-    const alice = stack.rpc("alice");
-    const project = await alice.call<ProjectView>("projects.create", {
+    const alice = stack.client("alice");
+    const project = await alice.call("projects.create", {
       name,
       workspaceRoot: stack.newWorkspace(name),
     });
-    const session = await alice.call<SessionView>("session.create", {
+    const session = await alice.call("session.create", {
       projectId: project.id,
       mode: "plan",
       model: {

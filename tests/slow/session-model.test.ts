@@ -7,13 +7,7 @@ import { writeFileSync } from "node:fs";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
 import { AppError } from "../../services/protocol/app-error.ts";
-import type {
-  ProjectView,
-  ProposalView,
-  SessionView,
-  ToolExecuteResult,
-  TurnAssignment,
-} from "../../services/protocol/schemas.ts";
+import type { ProposalView, ToolExecuteResult } from "../../services/protocol/schemas.ts";
 import {
   enumerateEdges,
   type ModelEdge,
@@ -70,7 +64,7 @@ function shortestPaths(edges: ModelEdge[], initial: string): Map<string, ModelEd
 const stateName = (serialized: string) => JSON.parse(serialized.split("|")[0]!) as string;
 
 function createReplayer(stack: Stack) {
-  const alice = stack.rpc("alice");
+  const alice = stack.client("alice");
   const hook = (name: string, body: unknown = {}) => stack.hook(name, body);
 
   const outcome = async (p: Promise<unknown>): Promise<Outcome> => {
@@ -93,14 +87,14 @@ function createReplayer(stack: Stack) {
 
   async function newSession(mode: "agent" | "plan"): Promise<PathCtx> {
     const ws = stack.newWorkspace(`m-${Math.random().toString(36).slice(2, 10)}`);
-    const project = await alice.call<ProjectView>("projects.create", { name: "model", workspaceRoot: ws });
-    const s = await alice.call<SessionView>("session.create", { projectId: project.id, mode });
+    const project = await alice.call("projects.create", { name: "model", workspaceRoot: ws });
+    const s = await alice.call("session.create", { projectId: project.id, mode });
     return { sessionId: s.id, ws, mode, calls: 0 };
   }
 
   const tool = (ctx: PathCtx, name: string, args: Record<string, unknown>) => {
     const toolCallId = `call-${++ctx.calls}`;
-    return stack.agent.call<ToolExecuteResult>("tools.execute", {
+    return stack.agentClient.call("tools.execute", {
       sessionId: ctx.sessionId,
       turnId: ctx.turnId ?? "turn_none",
       token: ctx.token ?? "tok_dead",
@@ -124,13 +118,11 @@ function createReplayer(stack: Stack) {
         return {
           driver: "rpc session.prompt",
           out: outcome(
-            alice
-              .call<{ turnId: string }>("session.prompt", { sessionId: ctx.sessionId, text: "go" })
-              .then((r) => {
-                ctx.turnId = r.turnId;
-                ctx.token = undefined;
-                return r;
-              }),
+            alice.call("session.prompt", { sessionId: ctx.sessionId, text: "go" }).then((r) => {
+              ctx.turnId = r.turnId;
+              ctx.token = undefined;
+              return r;
+            }),
           ),
         };
       case "CONFIGURE": {
@@ -138,7 +130,7 @@ function createReplayer(stack: Stack) {
         return {
           driver: `rpc session.configure {mode: ${mode}}`,
           out: outcome(
-            alice.call<SessionView>("session.configure", { sessionId: ctx.sessionId, mode }).then((v) => {
+            alice.call("session.configure", { sessionId: ctx.sessionId, mode }).then((v) => {
               ctx.mode = v.mode;
               return v;
             }),
@@ -174,7 +166,7 @@ function createReplayer(stack: Stack) {
         return {
           driver: `rpc plans.resolve {action: ${action}}`,
           out: outcome(
-            alice.call<ProposalView>("plans.resolve", body).then((r) => {
+            alice.call("plans.resolve", body).then((r) => {
               if (r.executionState === "queued" && r.executionId) {
                 const row = stack.db.pool.query(
                   "SELECT execution_turn_id FROM plan_approvals WHERE id = $1",
@@ -201,9 +193,9 @@ function createReplayer(stack: Stack) {
         return {
           driver,
           out: outcome(
-            stack.agent
+            stack.agentClient
               // With no turn in the model's state the claim names no turn either.
-              .call<TurnAssignment>("claim", {
+              .call("claim", {
                 turnId: (modelHasTurn && ctx.turnId) || "turn_none",
                 workerId: "model",
               })
@@ -231,7 +223,7 @@ function createReplayer(stack: Stack) {
             tool(ctx, "ExitPlanMode", { title: "Model plan", markdown: "# plan\n", question: "ok?" }).then(
               async (r) => {
                 if (!r.isError) {
-                  const pending = await alice.call<{ proposals: ProposalView[] }>("plans.pending", {
+                  const pending = await alice.call("plans.pending", {
                     sessionId: ctx.sessionId,
                   });
                   ctx.proposal = pending.proposals[0];
@@ -245,7 +237,7 @@ function createReplayer(stack: Stack) {
         return {
           driver: "agent turn.end",
           out: outcome(
-            stack.agent.call("turn.end", {
+            stack.agentClient.call("turn.end", {
               turnId: ctx.turnId ?? "turn_none",
               token: ctx.token ?? "tok_dead",
               status: "completed",

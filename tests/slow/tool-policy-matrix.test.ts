@@ -8,18 +8,13 @@
 // prompt creates it is covered by tests/permission-prompts.test.ts). The expected table below is
 // written out by hand from docs/architecture.md "Tools", deliberately not computed with machines/tool-policy.ts.
 // Also: symlinks inside the workspace that point outside are refused for Read, Write and Edit.
-import { createRpcClient } from "../../services/protocol/rpc-client.ts";
+import { rpcClient } from "../../services/protocol/rpc-client.ts";
 import { createHash } from "node:crypto";
 import { existsSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
 import type { SessionEvent } from "../../services/protocol/events.ts";
-import type {
-  ProjectView,
-  SessionView,
-  ToolExecuteResult,
-  TurnAssignment,
-} from "../../services/protocol/schemas.ts";
+import type { TurnAssignment } from "../../services/protocol/schemas.ts";
 import { encodeJson } from "../../services/protocol/envelope.ts";
 import { pluginWildcard } from "../../services/protocol/subjects.ts";
 import { openStackDir, sandboxWorkspace, writeSandboxFile } from "../support/sandbox.ts";
@@ -41,7 +36,7 @@ const stack = useStack("toolmatrix", {
     });
     await s.nc.flush();
     const tool = (name: string, risk: string) => ({ name, description: name, parameters: {}, risk });
-    await s.rpc("alice").call("plugins.register", {
+    await s.client("alice").call("plugins.register", {
       manifest: {
         id: "mx",
         tools: [tool("mx_low", "low"), tool("mx_medium", "medium"), tool("mx_high", "high")],
@@ -208,14 +203,14 @@ async function liveTurn(mode: Mode, perm: Perm) {
   writeSandboxFile(path.join(ws, "seed.txt"), "seed\n");
   // Twelve cases at once, each creating its project (a sandbox access check apiece), while the other
   // long files start beside this one: the host answers late, not never, so the wait is long.
-  const alice = createRpcClient({
+  const alice = rpcClient({
     nc: stack.nc,
     prefix: stack.env.prefix,
     principal: "alice",
     timeoutMs: 60_000,
   });
-  const project = await alice.call<ProjectView>("projects.create", { name: "p", workspaceRoot: ws });
-  const session = await alice.call<SessionView>("session.create", {
+  const project = await alice.call("projects.create", { name: "p", workspaceRoot: ws });
+  const session = await alice.call("session.create", {
     projectId: project.id,
     mode,
     permissionMode: perm,
@@ -231,7 +226,7 @@ function exec(
   args: Record<string, unknown>,
   requestedMode?: Mode,
 ) {
-  return stack.agent.call<ToolExecuteResult>("tools.execute", {
+  return stack.agentClient.call("tools.execute", {
     sessionId: a.sessionId,
     turnId: a.turnId,
     token: a.token,
@@ -249,7 +244,7 @@ async function denyPrompt(events: EventCollector, toolCallId: string) {
       e.type === "permission.requested" &&
       (e as SessionEvent<"permission.requested">).toolCallId === toolCallId,
   )) as SessionEvent<"permission.requested">;
-  await stack.rpc("alice").call("permissions.resolve", { requestId: ev.requestId, decision: "deny" });
+  await stack.client("alice").call("permissions.resolve", { requestId: ev.requestId, decision: "deny" });
 }
 
 async function runCase(c: Case): Promise<void> {

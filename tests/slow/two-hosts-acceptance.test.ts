@@ -8,7 +8,7 @@
 // - Then three due occurrences in a row run, the hosts' test clocks advanced.
 import { afterAll, describe, expect, it } from "vitest";
 import type { SessionEvent } from "../../services/protocol/events.ts";
-import type { ScheduledRunView, ScheduledTaskView } from "../../services/protocol/scheduling-schemas.ts";
+import type { ScheduledRunView } from "../../services/protocol/scheduling-schemas.ts";
 import type { ProjectView, SessionView } from "../../services/protocol/schemas.ts";
 import type { ScriptStep } from "../../services/protocol/values.ts";
 import { hostEnv, type ManagedProcess, spawnTs, startWorker } from "../support/processes.ts";
@@ -56,7 +56,7 @@ function lines(p: ManagedProcess, event: string): Array<Record<string, unknown>>
   });
 }
 
-const alice = () => stack.rpc("alice");
+const alice = () => stack.client("alice");
 async function owner(sessionId: string): Promise<string> {
   const r = await stack.db.pool.query("SELECT host_id FROM session_leases WHERE session_id = $1", [
     sessionId,
@@ -66,7 +66,7 @@ async function owner(sessionId: string): Promise<string> {
 
 let project: ProjectView | null = null;
 async function theProject(): Promise<ProjectView> {
-  project ??= await alice().call<ProjectView>("projects.create", {
+  project ??= await alice().call("projects.create", {
     name: "two",
     workspaceRoot: stack.newWorkspace("two"),
   });
@@ -81,7 +81,7 @@ async function sessionOn(
 ): Promise<SessionView> {
   const { id: projectId } = await theProject();
   for (let i = 0; i < 30; i++) {
-    const s = await alice().call<SessionView>("session.create", {
+    const s = await alice().call("session.create", {
       projectId,
       mode: "agent",
       permissionMode,
@@ -101,7 +101,7 @@ const ended = (events: EventCollector, turnId: string, ms: number) =>
 /** Prompts a session and follows its one tool call to the end of the turn. */
 async function oneCall(session: SessionView, answerAfterMs: number | null) {
   const events = stack.events(session.id);
-  const { turnId } = await alice().call<{ turnId: string }>("session.prompt", {
+  const { turnId } = await alice().call("session.prompt", {
     sessionId: session.id,
     text: "go",
   });
@@ -123,7 +123,7 @@ async function oneCall(session: SessionView, answerAfterMs: number | null) {
 }
 
 async function runsOf(taskId: string): Promise<ScheduledRunView[]> {
-  return (await alice().call<{ runs: ScheduledRunView[] }>("scheduled.runs", { taskId })).runs;
+  return (await alice().call("scheduled.runs", { taskId })).runs;
 }
 
 const SCRIPT: ScriptStep[] = [{ text: "scheduled done" }];
@@ -133,7 +133,7 @@ describe("two hosts and the real worker", () => {
     timeout: 200_000,
   }, async () => {
     const { id: projectId } = await theProject();
-    const everyMinute = await alice().call<ScheduledTaskView>("scheduled.create", {
+    const everyMinute = await alice().call("scheduled.create", {
       name: "every minute",
       cron: "* * * * *",
       timezone: "UTC",
@@ -179,7 +179,7 @@ describe("two hosts and the real worker", () => {
 
   it("runs of one task on both hosts' sessions all end and are written up to date, each by its owner", async () => {
     const { id: projectId } = await theProject();
-    const task = await alice().call<ScheduledTaskView>("scheduled.create", {
+    const task = await alice().call("scheduled.create", {
       name: "by hand",
       cron: "0 4 * * *",
       timezone: "UTC",
@@ -190,7 +190,7 @@ describe("two hosts and the real worker", () => {
     });
     const owners = new Set<string>();
     for (let i = 0; i < 30 && owners.size < 2; i++) {
-      const run = await alice().call<ScheduledRunView>("scheduled.run", { taskId: task.id });
+      const run = await alice().call("scheduled.run", { taskId: task.id });
       owners.add(await owner(run.sessionId!));
     }
     expect(owners).toEqual(new Set(HOSTS));
@@ -213,7 +213,7 @@ describe("two hosts and the real worker", () => {
 
   it("three due occurrences in a row run on the hosts' test clocks", async () => {
     const { id: projectId } = await theProject();
-    const task = await alice().call<ScheduledTaskView>("scheduled.create", {
+    const task = await alice().call("scheduled.create", {
       name: "hourly",
       cron: "0 * * * *",
       timezone: "UTC",

@@ -8,7 +8,7 @@ import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
 import { sandboxLimits, sandboxLimitSettingsFromEnv } from "../../services/host/tools/sandbox-limits.ts";
-import { createAgentClient } from "../../services/protocol/rpc-client.ts";
+import { agentClient } from "../../services/protocol/rpc-client.ts";
 import type { ToolExecuteResult, TurnAssignment } from "../../services/protocol/schemas.ts";
 import { openStackDir, SANDBOX_USER, sandboxIds, sandboxTurn } from "../support/sandbox.ts";
 import { eventually } from "../support/stack.ts";
@@ -38,20 +38,21 @@ let calls = 0;
 function bash(a: TurnAssignment, command: string, timeout = 30): Promise<ToolExecuteResult> {
   const toolCallId = `l${++calls}`;
   // A call may outlast the stack agent's 10 s request timeout (the attack runs until aborted).
-  return createAgentClient({
+  return agentClient({
     nc: stack.nc,
     prefix: stack.env.prefix,
     timeoutMs: 40_000,
-    host: stack.agent.host,
-  }).call<ToolExecuteResult>("tools.execute", {
-    sessionId: a.sessionId,
-    turnId: a.turnId,
-    token: a.token,
-    toolCallId,
-    tool: "Bash",
-    args: { command, timeout },
-    batch: [{ toolCallId, tool: "Bash" }],
-  });
+  })
+    .to(stack.agentClient.host)
+    .call("tools.execute", {
+      sessionId: a.sessionId,
+      turnId: a.turnId,
+      token: a.token,
+      toolCallId,
+      tool: "Bash",
+      args: { command, timeout },
+      batch: [{ toolCallId, tool: "Bash" }],
+    });
 }
 
 async function p50(a: TurnAssignment, n = 10): Promise<number> {
@@ -183,7 +184,7 @@ describe("each sandbox has its own bounds", () => {
         expect(stack.host!.child.exitCode).toBeNull();
       } finally {
         clearInterval(sampler);
-        await stack.rpc("alice").call("session.abort", { sessionId: a.sessionId });
+        await stack.client("alice").call("session.abort", { sessionId: a.sessionId });
       }
       expect(["TURN_ABORTED", "TURN_TOKEN_INVALID"]).toContain(((await running) as { code?: string }).code);
       await eventually(async () => markedProcesses(mark).length === 0, 10_000, "no process of A's sandbox");

@@ -1,11 +1,10 @@
 // Reading a plan file through artifacts.read the way a client must: page after page until
 // `nextOffset` is null, the bytes reassembled from base64 (docs/protocol.md, `artifacts.read`).
+import type { TypedRpcClient } from "../../services/protocol/rpc-client.ts";
 import type { ArtifactContent } from "../../services/protocol/schemas.ts";
 
-/** Any client that can call a method by name (the tests' loose RPC client). */
-interface Caller {
-  call<T = unknown>(method: string, params?: unknown): Promise<T>;
-}
+/** Any client that can call the client methods (the tests' typed RPC client). */
+type Caller = Pick<TypedRpcClient, "call">;
 
 /** Every page of the plan file of `proposalId`, in order; a refusal of any page rejects. */
 export async function artifactPages(
@@ -16,7 +15,7 @@ export async function artifactPages(
   const pages: ArtifactContent[] = [];
   let offset = 0;
   for (;;) {
-    const page = await client.call<ArtifactContent>("artifacts.read", {
+    const page = await client.call("artifacts.read", {
       proposalId,
       offset,
       ...(maxBytes === undefined ? {} : { maxBytes }),

@@ -4,7 +4,7 @@ import { execFileSync } from "node:child_process";
 import { chmodSync, mkdirSync } from "node:fs";
 import path from "node:path";
 import type { SessionEvent } from "../../services/protocol/events.ts";
-import type { ProjectView, ProposalView, ScriptStep, SessionView } from "../../services/protocol/schemas.ts";
+import type { ProposalView, ScriptStep, SessionView } from "../../services/protocol/schemas.ts";
 import { addMembers, type EventCollector, eventually, type Stack } from "./stack.ts";
 
 /**
@@ -37,13 +37,13 @@ export async function newPlanSession(
   approvers: string[] = [],
 ): Promise<{ ws: string; session: SessionView }> {
   const ws = stack.newWorkspace(name);
-  const alice = stack.rpc("alice");
-  const project = await alice.call<ProjectView>("projects.create", {
+  const alice = stack.client("alice");
+  const project = await alice.call("projects.create", {
     name: path.basename(ws),
     workspaceRoot: ws,
   });
   await addMembers(stack, project.id, approvers);
-  const session = await alice.call<SessionView>("session.create", {
+  const session = await alice.call("session.create", {
     projectId: project.id,
     mode: "plan",
     approvers,
@@ -57,7 +57,7 @@ export const isPlanChanged = (e: SessionEvent): e is SessionEvent<"plan.changed"
 
 /** `principal` approves the proposal with `mode` for its execution (the identity fields from the view). */
 export function approveProposal(stack: Stack, proposal: ProposalView, mode: string, principal = "alice") {
-  return stack.rpc(principal).call<ProposalView>("plans.resolve", {
+  return stack.client(principal).call("plans.resolve", {
     proposalId: proposal.proposalId,
     sessionId: proposal.sessionId,
     turnId: proposal.turnId,

@@ -3,9 +3,10 @@
 import { execFileSync } from "node:child_process";
 import { chmodSync, chownSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import os from "node:os";
-import type { ProjectView, SessionView, TurnAssignment } from "../../services/protocol/schemas.ts";
+import type { TurnAssignment } from "../../services/protocol/schemas.ts";
 import type { Stack } from "./stack.ts";
 import { executeTool, promptAndClaim } from "./worker-double.ts";
+import type { PermissionMode } from "../../services/protocol/modes.ts";
 
 export const SANDBOX_USER = process.env.PI_SANDBOX_USER || "pihost-sandbox";
 
@@ -64,12 +65,12 @@ export function processesWith(marker: string): number[] {
 export async function sandboxTurn(
   stack: Stack,
   mode: "agent" | "plan",
-  permissionMode = "auto",
+  permissionMode: PermissionMode = "auto",
 ): Promise<{ ws: string; projectId: string; assignment: TurnAssignment }> {
   const ws = sandboxWorkspace(stack, `ws-${mode}-${Math.random().toString(36).slice(2, 8)}`);
-  const alice = stack.rpc("alice");
-  const project = await alice.call<ProjectView>("projects.create", { name: "p", workspaceRoot: ws });
-  const session = await alice.call<SessionView>("session.create", {
+  const alice = stack.client("alice");
+  const project = await alice.call("projects.create", { name: "p", workspaceRoot: ws });
+  const session = await alice.call("session.create", {
     projectId: project.id,
     mode,
     permissionMode,
@@ -80,8 +81,8 @@ export async function sandboxTurn(
 /** A live Agent turn under `auto` in a new session of alice's project (claimed as the worker). */
 export async function agentTurnIn(stack: Stack, projectId: string): Promise<TurnAssignment> {
   const session = await stack
-    .rpc("alice")
-    .call<SessionView>("session.create", { projectId, mode: "agent", permissionMode: "auto" });
+    .client("alice")
+    .call("session.create", { projectId, mode: "agent", permissionMode: "auto" });
   return promptAndClaim(stack, session.id);
 }
 

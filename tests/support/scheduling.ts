@@ -1,7 +1,6 @@
 // Helpers of the scheduling tests (scheduled-tasks, scheduled-runs) over one stack: its test hooks,
 // rows, a fresh project, a task's runs, and what a run of a project left behind.
 import type { ScheduledRunView } from "../../services/protocol/scheduling-schemas.ts";
-import type { ProjectView } from "../../services/protocol/schemas.ts";
 import type { Stack } from "./stack.ts";
 
 export const MODEL = { provider: "scripted", model: "script", script: [{ text: "scheduled done" }] };
@@ -16,14 +15,12 @@ export function schedulingHelpers(stack: Stack) {
 
   async function newProject(name: string) {
     const ws = stack.newWorkspace(name);
-    const project = await stack
-      .rpc("alice")
-      .call<ProjectView>("projects.create", { name, workspaceRoot: ws });
+    const project = await stack.client("alice").call("projects.create", { name, workspaceRoot: ws });
     return { ws, projectId: project.id };
   }
 
   async function runsOf(taskId: string): Promise<ScheduledRunView[]> {
-    return (await stack.rpc("alice").call<{ runs: ScheduledRunView[] }>("scheduled.runs", { taskId })).runs;
+    return (await stack.client("alice").call("scheduled.runs", { taskId })).runs;
   }
 
   /** Everything a run of the project could have left: sessions, turns, transcript, approvals. */

@@ -1,5 +1,12 @@
 // A whole pi-host stack for one test file: its own database, subject prefix, workspace folder and
 // scripted-model call log, with the host and agent worker as real child processes.
+//
+// Tests speak to the stack through typed clients: `client(principal)` for the client methods and
+// `agentClient` for the agent-worker methods of the stack's host (`.to(host)` for another host), each
+// typed by the METHODS table (services/protocol/methods.ts), so results need no casts. Each offers one
+// named raw path, `.raw(method, body)`: any method name and any body, unchecked, answering `unknown`. It
+// is for the tests that send malformed or hostile input on purpose (wrong types, missing fields,
+// oversized bodies, unknown methods); every other call goes through `.call`.
 import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
@@ -8,7 +15,12 @@ import type pg from "pg";
 import { HORIZON_SQL } from "../../services/host/store/event-store.ts";
 import { decodeJson, encodeJson, unwrapReply } from "../../services/protocol/envelope.ts";
 import type { SessionEvent } from "../../services/protocol/events.ts";
-import { createAgentClient, createRpcClient } from "../../services/protocol/rpc-client.ts";
+import {
+  agentClient,
+  rpcClient,
+  type TypedAgentClient,
+  type TypedRpcClient,
+} from "../../services/protocol/rpc-client.ts";
 import { hostTestSubject, sessionEventsWildcard, testSubject } from "../../services/protocol/subjects.ts";
 import { createTestDatabase, type TestDatabase } from "./test-db.ts";
 import type { Resource } from "./leaks.ts";
@@ -22,8 +34,10 @@ export interface Stack {
   dir: string;
   host: ManagedProcess | null;
   worker: ManagedProcess | null;
-  rpc(principal?: string): ReturnType<typeof createRpcClient>;
-  agent: ReturnType<typeof createAgentClient>;
+  /** The typed client of `principal` (client methods of the METHODS table; `.raw` for hostile input). */
+  client(principal?: string): TypedRpcClient;
+  /** The typed agent-worker client of the stack's host (PI_HOST_ID in `env.extra`); `.to(id)` for another. */
+  agentClient: StackAgentClient;
   startHost(): Promise<ManagedProcess>;
   startWorker(): Promise<ManagedProcess>;
   callLog(): Array<Record<string, unknown>>;
@@ -40,6 +54,9 @@ export interface Stack {
   /** release(), then reaps every process, removes the stream and drops the database. */
   close(): Promise<void>;
 }
+
+/** The agent-worker methods of one host, and `to(host)` for another host's. */
+export type StackAgentClient = TypedAgentClient & { to(host: string): TypedAgentClient };
 
 export interface EventCollector {
   all: SessionEvent[];
@@ -79,15 +96,10 @@ export async function createStack(label: string, opts: { emptyDatabase?: boolean
     dir,
     host: null,
     worker: null,
-    rpc: (principal = "alice") => createRpcClient({ nc, prefix: env.prefix, principal }),
-    /** The agent-worker client of the stack's host (PI_HOST_ID in `env.extra`); `.to(id)` for another. */
-    get agent() {
-      return createAgentClient({
-        nc,
-        prefix: env.prefix,
-        timeoutMs: 10_000,
-        host: env.extra?.PI_HOST_ID ?? TEST_HOST_ID,
-      });
+    client: (principal = "alice") => rpcClient({ nc, prefix: env.prefix, principal }),
+    get agentClient() {
+      const agents = agentClient({ nc, prefix: env.prefix, timeoutMs: 10_000 });
+      return { ...agents.to(env.extra?.PI_HOST_ID ?? TEST_HOST_ID), to: agents.to };
     },
     async startHost() {
       const p = startHost(env);
@@ -241,5 +253,5 @@ export async function addMembers(
   owner = "alice",
 ) {
   for (const principal of principals)
-    await stack.rpc(owner).call("projects.members.add", { projectId, principal });
+    await stack.client(owner).call("projects.members.add", { projectId, principal });
 }

@@ -3,7 +3,7 @@
 import { AppError } from "../../services/protocol/app-error.ts";
 import { decodeJson } from "../../services/protocol/envelope.ts";
 import type { ToolExecuteResult, TurnAssignment, TurnOffer } from "../../services/protocol/schemas.ts";
-import { createAgentClient } from "../../services/protocol/rpc-client.ts";
+import { agentClient } from "../../services/protocol/rpc-client.ts";
 import { agentSubject } from "../../services/protocol/subjects.ts";
 import type { Stack } from "./stack.ts";
 
@@ -14,10 +14,8 @@ export async function promptAndClaim(
   principal = "alice",
 ): Promise<TurnAssignment> {
   const offers = stack.nc.subscribe(agentSubject(stack.env.prefix, "offer"));
-  const { turnId } = await stack
-    .rpc(principal)
-    .call<{ turnId: string }>("session.prompt", { sessionId, text });
-  let host = stack.agent.host;
+  const { turnId } = await stack.client(principal).call("session.prompt", { sessionId, text });
+  let host = stack.agentClient.host;
   for await (const m of offers) {
     const offer = decodeJson(m.data) as TurnOffer;
     if (offer.turnId !== turnId) continue;
@@ -26,7 +24,7 @@ export async function promptAndClaim(
   }
   offers.unsubscribe();
   // The claim goes to the host the offer names (the turn's owner), as a worker sends it.
-  return stack.agent.to(host).call<TurnAssignment>("claim", { turnId, workerId: "testworker" });
+  return stack.agentClient.to(host).call("claim", { turnId, workerId: "testworker" });
 }
 
 /** The stable code a request was refused with; fails when it succeeded or threw something else. */
@@ -56,9 +54,9 @@ export function executeTool(
 ): Promise<ToolExecuteResult> {
   const client =
     timeoutMs === undefined
-      ? stack.agent.to(a.host)
-      : createAgentClient({ nc: stack.nc, prefix: stack.env.prefix, timeoutMs, host: a.host });
-  return client.call<ToolExecuteResult>("tools.execute", {
+      ? stack.agentClient.to(a.host)
+      : agentClient({ nc: stack.nc, prefix: stack.env.prefix, timeoutMs }).to(a.host);
+  return client.call("tools.execute", {
     sessionId: a.sessionId,
     turnId: a.turnId,
     token: a.token,
