@@ -6,7 +6,6 @@
 // never handed to another worker); and a failed turn's reason reaching turn.ended.
 import path from "node:path";
 import { describe, expect, it } from "vitest";
-import type { SessionEvent } from "../services/protocol/events.ts";
 import type { SessionView } from "../services/protocol/schemas.ts";
 import {
   approvalRow,
@@ -20,6 +19,7 @@ import { eventually } from "./support/stack.ts";
 import { useStack } from "./support/stack-fixture.ts";
 import { promptAndClaim } from "./support/worker-double.ts";
 import type { PermissionMode } from "../services/protocol/modes.ts";
+import { isEvent } from "./support/events.ts";
 
 const stack = useStack("ends", { host: true, extra: { PI_TURN_LEASE_MS: "600000" } });
 
@@ -52,18 +52,12 @@ describe("every end is announced with its reason", () => {
         batch: [{ toolCallId: "b1", tool: "Bash" }],
       })
       .catch(() => {});
-    const asked = (await events.waitFor(
-      (e) => e.type === "permission.requested",
-    )) as SessionEvent<"permission.requested">;
+    const asked = await events.waitFor(isEvent("permission.requested"));
     await stack.host!.kill();
     await stack.startHost();
     expect(await turnEnded(events, a.turnId)).toMatchObject({ status: "aborted", code: "HOST_RESTARTED" });
     expect(
-      await events.waitFor(
-        (e) =>
-          e.type === "permission.resolved" &&
-          (e as SessionEvent<"permission.resolved">).requestId === asked.requestId,
-      ),
+      await events.waitFor(isEvent("permission.resolved", (e) => e.requestId === asked.requestId)),
     ).toMatchObject({ decision: "deny", code: "PERMISSION_INTERRUPTED", toolCallId: "b1" });
     events.stop();
   }, 60_000);
@@ -98,9 +92,7 @@ describe("every end is announced with its reason", () => {
     const proposal = await submitted(events);
     await approveProposal(stack, proposal, "auto");
     const execTurn = (await approvalRow(stack, proposal.proposalId)).execution_turn_id!;
-    await events.waitFor(
-      (e) => e.type === "turn.started" && (e as SessionEvent<"turn.started">).turnId === execTurn,
-    );
+    await events.waitFor(isEvent("turn.started", (e) => e.turnId === execTurn));
     await eventually(async () =>
       worker.lines.some((l) => l.includes('"turn.started"') && l.includes(execTurn)),
     );

@@ -20,6 +20,7 @@ import { eventsSettled, eventually } from "./support/stack.ts";
 import { useStack } from "./support/stack-fixture.ts";
 import { promptAndClaim, refusalCode } from "./support/worker-double.ts";
 import type { ParamsOf } from "../services/protocol/methods.ts";
+import { isEvent } from "./support/events.ts";
 
 type SinceParams = ParamsOf<"events.since">;
 
@@ -147,7 +148,7 @@ describe("events.since pages", () => {
         messages: [{ role: "assistant", content: [{ type: "text", text: text(i) }], timestamp: 1 }],
       });
     }
-    await live.waitFor((e) => e.type === "message" && (e as SessionEvent<"message">).text === text(8));
+    await live.waitFor(isEvent("message", (e) => e.text === text(8)));
     const last = Math.max(...kept(live.all).map((e) => e.seq));
 
     const { pages, events } = await drain("alice", { sessionId: s.id });
@@ -157,7 +158,7 @@ describe("events.since pages", () => {
     }
     // Every event once, in seq order, with its full text.
     expect(events.map((e) => e.seq)).toEqual(oneTo(last));
-    const messages = events.filter((e) => e.type === "message") as SessionEvent<"message">[];
+    const messages = events.filter(isEvent("message"));
     expect(messages.map((m) => m.text)).toEqual(oneTo(9).map((i) => text(i - 1)));
     // A count limit cuts pages too, and the cursors chain without a gap.
     const small = await drain("alice", { sessionId: s.id, limit: 2 });
@@ -180,7 +181,7 @@ describe("events.since pages", () => {
       token: a.token,
       messages: [{ role: "assistant", content: [{ type: "text", text: big }], timestamp: 1 }],
     });
-    const liveMessage = (await live.waitFor((e) => e.type === "message")) as SessionEvent<"message">;
+    const liveMessage = await live.waitFor(isEvent("message"));
     expect(liveMessage.text).toBe(big);
     const stored = (await drain("alice", { sessionId: s.id })).events.find((e) => e.seq === liveMessage.seq);
     expect(stored).toMatchObject({ type: "message", turnId: a.turnId, role: "assistant", truncated: true });

@@ -5,12 +5,12 @@
 // A worker without the turn's token cannot publish live output for it.
 import { describe, expect, it } from "vitest";
 import { decodeJson } from "../services/protocol/envelope.ts";
-import type { SessionEvent } from "../services/protocol/events.ts";
 import { liveSubject } from "../services/protocol/subjects.ts";
 import { addMembers } from "./support/stack.ts";
 import { turnEnded } from "./support/plans.ts";
 import { useStack } from "./support/stack-fixture.ts";
 import { promptAndClaim, refusalCode } from "./support/worker-double.ts";
+import { isEvent } from "./support/events.ts";
 
 const stack = useStack("live", { host: true });
 
@@ -78,8 +78,8 @@ describe("live model output", () => {
       for (let i = 1; i < l.got.length; i++)
         expect(Date.parse(l.got[i]!.live.at) - Date.parse(l.got[i - 1]!.live.at)).toBeGreaterThanOrEqual(95);
     }
-    const message = events.all.find((e) => e.type === "message") as SessionEvent<"message">;
-    expect(message.text).toBe(text);
+    const message = events.all.find(isEvent("message"));
+    expect(message?.text).toBe(text);
     expect(forAlice.got[0]!.receivedAt).toBeLessThanOrEqual(messageAt);
     // Not kept: nothing of it is an event a client could page through.
     const stored = await stack.db.pool.query(

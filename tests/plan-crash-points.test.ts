@@ -8,7 +8,6 @@
 import { existsSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
-import type { SessionEvent } from "../services/protocol/events.ts";
 import type { ProposalView } from "../services/protocol/schemas.ts";
 import {
   approvalRow,
@@ -26,6 +25,7 @@ import {
 import { eventually } from "./support/stack.ts";
 import { useStack } from "./support/stack-fixture.ts";
 import { refusalCode } from "./support/worker-double.ts";
+import { isEvent } from "./support/events.ts";
 
 const stack = useStack("crashpts", { host: true, worker: true });
 
@@ -144,9 +144,9 @@ describe("plan crash points (SIGKILL of the host)", () => {
     ]);
 
     // Owners hear about both on the bus, with the fenced rows.
-    const fencedA = (await evA.waitFor(
-      (e) => isPlanChanged(e) && e.action === "interrupted" && evA.all.indexOf(e) >= seenA,
-    )) as SessionEvent<"plan.changed">;
+    const fencedA = await evA.waitFor(
+      isEvent("plan.changed", (e) => e.action === "interrupted" && evA.all.indexOf(e) >= seenA),
+    );
     expect(fencedA).toMatchObject({ state: "planning", proposal: { status: "interrupted" } });
     expect(Object.keys(fencedA.proposal!).sort()).toEqual(Object.keys(pA).sort());
     expect(

@@ -6,7 +6,6 @@
 import { appendFileSync, existsSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
-import type { SessionEvent } from "../services/protocol/events.ts";
 import type { ProposalView } from "../services/protocol/schemas.ts";
 import {
   approvalRow,
@@ -22,6 +21,7 @@ import {
 } from "./support/plans.ts";
 import { useStack } from "./support/stack-fixture.ts";
 import { promptAndClaim, refusalCode } from "./support/worker-double.ts";
+import { isEvent } from "./support/events.ts";
 
 const stack = useStack("planchanged", { host: true });
 
@@ -130,12 +130,12 @@ describe("plan file changed between approval and execution", () => {
     // The worker says hello, is offered the queued execution, claims it and is refused.
     await stack.startWorker();
     expect(await turnEnded(events, execTurn, 30_000)).toMatchObject({ status: "aborted", code: CODE });
-    const changed = (await events.waitFor(
-      (e) =>
-        isPlanChanged(e) &&
-        e.execution?.executionId === approved.executionId &&
-        e.execution.state === "interrupted",
-    )) as SessionEvent<"plan.changed">;
+    const changed = await events.waitFor(
+      isEvent(
+        "plan.changed",
+        (e) => e.execution?.executionId === approved.executionId && e.execution.state === "interrupted",
+      ),
+    );
     expect(changed).toMatchObject({ state: "inactive", proposal: { proposalId: proposal.proposalId } });
     // The event carries the ProposalView, nothing of the host (its workspace path, the principals).
     expect(Object.keys(changed.proposal!).sort()).toEqual(Object.keys(proposal).sort());

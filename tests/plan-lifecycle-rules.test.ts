@@ -3,12 +3,12 @@
 import { existsSync, mkdirSync, readdirSync, symlinkSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
-import type { SessionEvent } from "../services/protocol/events.ts";
 import type { TurnAssignment } from "../services/protocol/schemas.ts";
 import { hostPlanDir } from "./support/plans.ts";
 import { addMembers, eventually } from "./support/stack.ts";
 import { useStack } from "./support/stack-fixture.ts";
 import { promptAndClaim, refusalCode } from "./support/worker-double.ts";
+import { isEvent } from "./support/events.ts";
 
 const stack = useStack("rules", { extra: { PI_TURN_LEASE_MS: String(4 * 3600 * 1000) }, host: true });
 
@@ -208,9 +208,7 @@ describe("submission (ExitPlanMode)", () => {
     expect(row.deadline.getTime() - row.created_at.getTime()).toBe(30 * 60 * 1000);
     expect(planFiles(ws)).toEqual([path.basename(row.artifact_path)]);
     expect(await audit(session.id, "plan.submit")).toHaveLength(1);
-    await events.waitFor(
-      (e) => e.type === "plan.changed" && (e as SessionEvent<"plan.changed">).action === "submitted",
-    );
+    await events.waitFor(isEvent("plan.changed", (e) => e.action === "submitted"));
     const got = await alice.call("plans.get", { proposalId: row.id });
     expect(got).toMatchObject({ proposalId: row.id, status: "pending", sha256: row.artifact_sha256 });
     events.stop();
@@ -227,10 +225,8 @@ describe("deadline, approvers, execution", () => {
     await hook("clock.advance", { ms: 29 * 60 * 1000 });
     expect((await alice.call("plans.pending", { sessionId: session.id })).proposals).toHaveLength(1);
     await hook("clock.advance", { ms: 60 * 1000 + 1 });
-    const expired = await events.waitFor(
-      (e) => e.type === "plan.changed" && (e as SessionEvent<"plan.changed">).action === "expired",
-    );
-    expect((expired as SessionEvent<"plan.changed">).proposal?.status).toBe("expired");
+    const expired = await events.waitFor(isEvent("plan.changed", (e) => e.action === "expired"));
+    expect(expired.proposal?.status).toBe("expired");
     const after = (await rowsOf(session.id))[0];
     expect(after).toMatchObject({ status: "expired", error_code: "PLAN_APPROVAL_TIMEOUT" });
     expect(

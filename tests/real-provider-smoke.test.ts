@@ -4,9 +4,9 @@
 // provider. Without a key it is skipped, and says so.
 import { getModels } from "@mariozechner/pi-ai";
 import { describe, expect, it } from "vitest";
-import type { SessionEvent } from "../services/protocol/events.ts";
 import { turnEnded } from "./support/plans.ts";
 import { useStack } from "./support/stack-fixture.ts";
+import { isEvent } from "./support/events.ts";
 
 const provider = process.env.ANTHROPIC_API_KEY ? "anthropic" : process.env.OPENAI_API_KEY ? "openai" : null;
 if (!provider)
@@ -48,7 +48,7 @@ describe.skipIf(!provider)("a real provider", () => {
       text: "Reply with the single word: pong",
     });
     expect(await turnEnded(events, turnId, 120_000)).toMatchObject({ status: "completed" });
-    const message = events.all.find((e) => e.type === "message") as SessionEvent<"message"> | undefined;
+    const message = events.all.find(isEvent("message"));
     expect(message?.text.toLowerCase()).toContain("pong");
     events.stop();
   }, 150_000);

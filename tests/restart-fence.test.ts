@@ -5,9 +5,9 @@ import { readFileSync } from "node:fs";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
 import { AppError } from "../services/protocol/app-error.ts";
-import type { SessionEvent } from "../services/protocol/events.ts";
 import { eventually } from "./support/stack.ts";
 import { useStack } from "./support/stack-fixture.ts";
+import { isEvent } from "./support/events.ts";
 
 const stack = useStack("fence", { host: true, worker: true });
 
@@ -38,9 +38,7 @@ describe("startup fence", () => {
       sessionId: session.id,
       text: "plan",
     });
-    const awaiting = (await events.waitFor(
-      (e) => e.type === "plan.changed" && (e as SessionEvent<"plan.changed">).state === "awaiting_approval",
-    )) as SessionEvent<"plan.changed">;
+    const awaiting = await events.waitFor(isEvent("plan.changed", (e) => e.state === "awaiting_approval"));
     const proposal = awaiting.proposal!;
     const callsBefore = stack.callLog().filter((c) => c.sessionId === session.id).length;
     expect(callsBefore).toBe(2);
@@ -67,9 +65,7 @@ describe("startup fence", () => {
     expect(fence).toMatchObject({ approvalsInterrupted: 1, turnsAborted: 1, incarnation: 2 });
 
     // Owners and approvers hear about fenced work on the bus, with the interrupted row.
-    const fenced = (await events.waitFor(
-      (e) => e.type === "plan.changed" && (e as SessionEvent<"plan.changed">).action === "interrupted",
-    )) as SessionEvent<"plan.changed">;
+    const fenced = await events.waitFor(isEvent("plan.changed", (e) => e.action === "interrupted"));
     expect(fenced.proposal).toMatchObject({
       proposalId: proposal.proposalId,
       status: "interrupted",
@@ -149,9 +145,7 @@ describe("startup fence", () => {
       text: "again",
     });
     expect(next.turnId).not.toBe(turnId);
-    await events.waitFor(
-      (e) => e.type === "turn.ended" && (e as SessionEvent<"turn.ended">).turnId === next.turnId,
-    );
+    await events.waitFor(isEvent("turn.ended", (e) => e.turnId === next.turnId));
     expect(stack.callLog().filter((c) => c.sessionId === session.id)).toHaveLength(callsBefore + 1);
     events.stop();
   });

@@ -4,7 +4,6 @@
 // model server records no further request for it, and the next prompt's turn runs on the second
 // worker, whose model request carries the earlier messages: one context, any worker.
 import { describe, expect, it } from "vitest";
-import type { SessionEvent } from "../services/protocol/events.ts";
 import { useFakeOpenAIModels } from "./support/fake-providers.ts";
 import { turnEnded } from "./support/plans.ts";
 import { eventually } from "./support/stack.ts";
@@ -46,7 +45,7 @@ async function stopMidTurn(how: "SIGTERM" | "SIGKILL", code: string) {
   await new Promise((r) => setTimeout(r, 600));
   if (how === "SIGTERM") await first.stop();
   else await first.kill();
-  const ended = (await turnEnded(events, turnId, 30_000)) as SessionEvent<"turn.ended">;
+  const ended = await turnEnded(events, turnId, 30_000);
   expect(ended).toMatchObject({ status: "aborted", code });
   const requestsOfTurn = fake.openai().requests.length;
   await new Promise((r) => setTimeout(r, 1_000));

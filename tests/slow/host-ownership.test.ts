@@ -14,11 +14,11 @@ import { leaseOf } from "../../services/host/store/session-leases.ts";
 import { runStartupFence } from "../../services/host/store/startup-fence.ts";
 import { unwrap } from "../../services/protocol/result.ts";
 import { takeOverHost } from "../../services/host/store/takeover.ts";
-import type { SessionEvent } from "../../services/protocol/events.ts";
 import { startHost } from "../support/processes.ts";
 import { eventually } from "../support/stack.ts";
 import { useStack } from "../support/stack-fixture.ts";
 import type { TestDatabase } from "../support/test-db.ts";
+import { isEvent } from "../support/events.ts";
 
 const silent = { info() {}, warn() {}, error() {}, debug() {} } as unknown as Parameters<
   typeof runStartupFence
@@ -312,9 +312,7 @@ describe("host processes on one database", () => {
         status: "interrupted",
         error_code: "PLAN_APPROVAL_INTERRUPTED",
       });
-      const interrupted = (await events.waitFor(
-        (e) => e.type === "plan.changed" && (e as SessionEvent<"plan.changed">).action === "interrupted",
-      )) as SessionEvent<"plan.changed">;
+      const interrupted = await events.waitFor(isEvent("plan.changed", (e) => e.action === "interrupted"));
       expect(interrupted.proposal).toMatchObject({ proposalId, status: "interrupted" });
       expect(await leaseOf(stack.db.pool, sessionId)).toMatchObject({ hostId: "own-b", epoch: 2 });
       const audit = await q(

@@ -13,7 +13,6 @@ import { createHash } from "node:crypto";
 import { existsSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
-import type { SessionEvent } from "../../services/protocol/events.ts";
 import type { TurnAssignment } from "../../services/protocol/schemas.ts";
 import { encodeJson } from "../../services/protocol/envelope.ts";
 import { pluginWildcard } from "../../services/protocol/subjects.ts";
@@ -21,6 +20,7 @@ import { openStackDir, sandboxWorkspace, writeSandboxFile } from "../support/san
 import type { EventCollector } from "../support/stack.ts";
 import { useStack } from "../support/stack-fixture.ts";
 import { promptAndClaim } from "../support/worker-double.ts";
+import { isEvent } from "../support/events.ts";
 
 const stack = useStack("toolmatrix", {
   extra: { PI_TURN_LEASE_MS: "600000" },
@@ -239,11 +239,7 @@ function exec(
 }
 
 async function denyPrompt(events: EventCollector, toolCallId: string) {
-  const ev = (await events.waitFor(
-    (e) =>
-      e.type === "permission.requested" &&
-      (e as SessionEvent<"permission.requested">).toolCallId === toolCallId,
-  )) as SessionEvent<"permission.requested">;
+  const ev = await events.waitFor(isEvent("permission.requested", (e) => e.toolCallId === toolCallId));
   await stack.client("alice").call("permissions.resolve", { requestId: ev.requestId, decision: "deny" });
 }
 

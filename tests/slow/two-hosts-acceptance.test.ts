@@ -7,13 +7,13 @@
 //   hosts' schedulers (one statement over both used to stop the scheduler for the team).
 // - Then three due occurrences in a row run, the hosts' test clocks advanced.
 import { afterAll, describe, expect, it } from "vitest";
-import type { SessionEvent } from "../../services/protocol/events.ts";
 import type { ScheduledRunView } from "../../services/protocol/scheduling-schemas.ts";
 import type { ProjectView, SessionView } from "../../services/protocol/schemas.ts";
 import type { ScriptStep } from "../../services/protocol/values.ts";
 import { hostEnv, type ManagedProcess, spawnTs, startWorker } from "../support/processes.ts";
 import { eventually, type EventCollector } from "../support/stack.ts";
 import { useStack } from "../support/stack-fixture.ts";
+import { isEvent } from "../support/events.ts";
 
 const HOSTS = ["h1", "h2"] as const;
 const hosts = new Map<string, ManagedProcess>();
@@ -96,7 +96,10 @@ const bashStep = (command: string): ScriptStep => ({
   toolCalls: [{ name: "Bash", args: { command, timeout: 90 } }],
 });
 const ended = (events: EventCollector, turnId: string, ms: number) =>
-  events.waitFor((e) => e.type === "turn.ended" && (e as SessionEvent<"turn.ended">).turnId === turnId, ms);
+  events.waitFor(
+    isEvent("turn.ended", (e) => e.turnId === turnId),
+    ms,
+  );
 
 /** Prompts a session and follows its one tool call to the end of the turn. */
 async function oneCall(session: SessionView, answerAfterMs: number | null) {
@@ -106,18 +109,13 @@ async function oneCall(session: SessionView, answerAfterMs: number | null) {
     text: "go",
   });
   if (answerAfterMs !== null) {
-    const asked = (await events.waitFor(
-      (e) => e.type === "permission.requested",
-      30_000,
-    )) as SessionEvent<"permission.requested">;
+    const asked = await events.waitFor(isEvent("permission.requested"), 30_000);
     await new Promise((r) => setTimeout(r, answerAfterMs));
     await alice().call("permissions.resolve", { requestId: asked.requestId, decision: "allow-once" });
   }
-  const end = (await ended(events, turnId, 150_000)) as SessionEvent<"turn.ended">;
-  const results = events.all.filter((e) => e.type === "tool.result") as Array<SessionEvent<"tool.result">>;
-  const resolved = events.all.filter((e) => e.type === "permission.resolved") as Array<
-    SessionEvent<"permission.resolved">
-  >;
+  const end = await ended(events, turnId, 150_000);
+  const results = events.all.filter(isEvent("tool.result"));
+  const resolved = events.all.filter(isEvent("permission.resolved"));
   events.stop();
   return { end, results, resolved };
 }

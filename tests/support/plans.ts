@@ -5,6 +5,7 @@ import { chmodSync, mkdirSync } from "node:fs";
 import path from "node:path";
 import type { SessionEvent } from "../../services/protocol/events.ts";
 import type { ProposalView, ScriptStep, SessionView } from "../../services/protocol/schemas.ts";
+import { isEvent } from "./events.ts";
 import { addMembers, type EventCollector, eventually, type Stack } from "./stack.ts";
 
 /**
@@ -52,8 +53,7 @@ export async function newPlanSession(
   return { ws, session };
 }
 
-export const isPlanChanged = (e: SessionEvent): e is SessionEvent<"plan.changed"> =>
-  e.type === "plan.changed";
+export const isPlanChanged = isEvent("plan.changed");
 
 /** `principal` approves the proposal with `mode` for its execution (the identity fields from the view). */
 export function approveProposal(stack: Stack, proposal: ProposalView, mode: string, principal = "alice") {
@@ -69,15 +69,19 @@ export function approveProposal(stack: Stack, proposal: ProposalView, mode: stri
 
 /** The proposal of the first `plan.changed` awaiting approval. */
 export async function submitted(events: EventCollector) {
-  const e = await events.waitFor((x) => isPlanChanged(x) && x.state === "awaiting_approval");
-  return (e as SessionEvent<"plan.changed">).proposal!;
+  const e = await events.waitFor(isEvent("plan.changed", (x) => x.state === "awaiting_approval"));
+  return e.proposal!;
 }
 
-export function turnEnded(events: EventCollector, turnId: string, timeoutMs = 20_000) {
+export function turnEnded(
+  events: EventCollector,
+  turnId: string,
+  timeoutMs = 20_000,
+): Promise<SessionEvent<"turn.ended">> {
   return events.waitFor(
-    (e) => e.type === "turn.ended" && (e as SessionEvent<"turn.ended">).turnId === turnId,
+    isEvent("turn.ended", (e) => e.turnId === turnId),
     timeoutMs,
-  ) as Promise<SessionEvent<"turn.ended">>;
+  );
 }
 
 export async function rows<T = Record<string, unknown>>(

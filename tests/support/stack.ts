@@ -60,6 +60,8 @@ export type StackAgentClient = TypedAgentClient & { to(host: string): TypedAgent
 
 export interface EventCollector {
   all: SessionEvent[];
+  /** The first event (seen or to come) `pred` takes; a guard such as `isEvent(type)` narrows what it gives. */
+  waitFor<E extends SessionEvent>(pred: (e: SessionEvent) => e is E, timeoutMs?: number): Promise<E>;
   waitFor(pred: (e: SessionEvent) => boolean, timeoutMs?: number): Promise<SessionEvent>;
   stop(): void;
 }
@@ -157,28 +159,34 @@ export async function createStack(label: string, opts: { emptyDatabase?: boolean
         },
       });
       subs.push(sub);
+      function waitFor<E extends SessionEvent>(
+        pred: (e: SessionEvent) => e is E,
+        timeoutMs?: number,
+      ): Promise<E>;
+      function waitFor(pred: (e: SessionEvent) => boolean, timeoutMs?: number): Promise<SessionEvent>;
+      function waitFor(pred: (e: SessionEvent) => boolean, timeoutMs = 20_000): Promise<SessionEvent> {
+        const found = all.find(pred);
+        if (found) return Promise.resolve(found);
+        return new Promise((resolve, reject) => {
+          const timer = setTimeout(
+            () =>
+              reject(
+                new Error(`event not seen in ${timeoutMs} ms; saw: ${all.map((e) => e.type).join(", ")}`),
+              ),
+            timeoutMs,
+          );
+          waiters.push({
+            pred,
+            resolve: (e) => {
+              clearTimeout(timer);
+              resolve(e);
+            },
+          });
+        });
+      }
       return {
         all,
-        waitFor(pred, timeoutMs = 20_000) {
-          const found = all.find(pred);
-          if (found) return Promise.resolve(found);
-          return new Promise((resolve, reject) => {
-            const timer = setTimeout(
-              () =>
-                reject(
-                  new Error(`event not seen in ${timeoutMs} ms; saw: ${all.map((e) => e.type).join(", ")}`),
-                ),
-              timeoutMs,
-            );
-            waiters.push({
-              pred,
-              resolve: (e) => {
-                clearTimeout(timer);
-                resolve(e);
-              },
-            });
-          });
-        },
+        waitFor,
         stop: () => sub.unsubscribe(),
       };
     },
