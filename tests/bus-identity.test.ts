@@ -27,6 +27,7 @@ import { eventually } from "./support/stack.ts";
 import { useStack } from "./support/stack-fixture.ts";
 import { type PrivateNats, startPrivateNats } from "./support/test-nats.ts";
 import { refusalCode } from "./support/worker-double.ts";
+import { isEvent } from "./support/events.ts";
 
 const stack = useStack("busid");
 let prefix: string;
@@ -369,11 +370,7 @@ describe("a real worker and the CLI under the generated users", () => {
       await aliceNc.flush();
       await alice.call("session.prompt", { sessionId: session.id, text: "Add a greeting file" });
       await eventually(
-        async () =>
-          seen.some(
-            (e) =>
-              e.type === "plan.changed" && (e as SessionEvent<"plan.changed">).state === "awaiting_approval",
-          ),
+        async () => seen.some(isEvent("plan.changed", (e) => e.state === "awaiting_approval")),
         45_000,
         "the plan awaiting approval",
       );

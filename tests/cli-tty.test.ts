@@ -5,13 +5,13 @@
 import { execFileSync } from "node:child_process";
 import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import type { SessionEvent } from "../services/protocol/events.ts";
 import type { SessionView } from "../services/protocol/schemas.ts";
 import type { ScriptStep } from "../services/protocol/values.ts";
 import { pihost } from "./support/cli.ts";
-import { exitPlanStep, isPlanChanged, newPlanSession } from "./support/plans.ts";
+import { exitPlanStep, newPlanSession } from "./support/plans.ts";
 import { REPO_ROOT } from "./support/processes.ts";
 import { useStack } from "./support/stack-fixture.ts";
+import { isEvent } from "./support/events.ts";
 
 const stack = useStack("cli-tty", { host: true, worker: true });
 const SOCKET = `pihost-tty-${process.pid}`;
@@ -138,9 +138,7 @@ describe("on a terminal", () => {
     ]);
     const events = stack.events(session.id);
     await stack.client("alice").call("session.prompt", { sessionId: session.id, text: "plan it" });
-    const awaiting = (await events.waitFor(
-      (e) => isPlanChanged(e) && e.state === "awaiting_approval",
-    )) as SessionEvent<"plan.changed">;
+    const awaiting = await events.waitFor(isEvent("plan.changed", (e) => e.state === "awaiting_approval"));
     const proposal = awaiting.proposal!;
 
     // No terminal and no --mode: refused before anything is sent, never defaulted.

@@ -10,11 +10,11 @@ import { NoRespondersError, TimeoutError } from "@nats-io/nats-core";
 import { describe, expect, it } from "vitest";
 import { errorCodeInfo, type ErrorCode } from "../services/protocol/error-codes.ts";
 import { decodeJson, encodeJson } from "../services/protocol/envelope.ts";
-import type { SessionEvent } from "../services/protocol/events.ts";
 import { rpcSubject } from "../services/protocol/subjects.ts";
 import { approvalRow, exitPlanStep, newPlanSession, rows, submitted, turnEnded } from "./support/plans.ts";
 import { useStack } from "./support/stack-fixture.ts";
 import { executeTool, promptAndClaim } from "./support/worker-double.ts";
+import { isEvent } from "./support/events.ts";
 
 // The worker double's turn must not lose its lease while the test runs.
 const stack = useStack("drain", { host: true, extra: { PI_TURN_LEASE_MS: "600000" } });
@@ -134,12 +134,10 @@ describe("SIGTERM drains the host", () => {
     const toolReply = await inFlight;
     console.log(`drain: the tool call in flight got ${JSON.stringify(toolReply)}`);
     expect(toolReply).toEqual({ kind: "error", code: "HOST_SHUTTING_DOWN", retriable: true });
-    expect(
-      await events.waitFor(
-        (e) =>
-          e.type === "permission.resolved" && (e as SessionEvent<"permission.resolved">).toolCallId === "b1",
-      ),
-    ).toMatchObject({ decision: "deny", code: "PERMISSION_INTERRUPTED" });
+    expect(await events.waitFor(isEvent("permission.resolved", (e) => e.toolCallId === "b1"))).toMatchObject({
+      decision: "deny",
+      code: "PERMISSION_INTERRUPTED",
+    });
     expect(await turnEnded(events, a.turnId)).toMatchObject({ status: "aborted", code: "HOST_STOPPING" });
     // The pending approval of the released session ended interrupted, and its event says so.
     expect(await approvalRow(stack, proposal.proposalId)).toMatchObject({
@@ -147,9 +145,7 @@ describe("SIGTERM drains the host", () => {
       error_code: "PLAN_APPROVAL_INTERRUPTED",
     });
     expect(
-      await planEvents.waitFor(
-        (e) => e.type === "plan.changed" && (e as SessionEvent<"plan.changed">).action === "interrupted",
-      ),
+      await planEvents.waitFor(isEvent("plan.changed", (e) => e.action === "interrupted")),
     ).toMatchObject({ status: "interrupted", proposal: { proposalId: proposal.proposalId } });
     // The host row says stopped: another host takes its sessions over at once.
     expect(await rows(stack, "SELECT state FROM hosts")).toEqual([{ state: "stopped" }]);

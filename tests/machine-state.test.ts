@@ -14,6 +14,7 @@ import type { EventCollector } from "./support/stack.ts";
 import { eventually } from "./support/stack.ts";
 import { useStack } from "./support/stack-fixture.ts";
 import { refusalCode } from "./support/worker-double.ts";
+import { isEvent } from "./support/events.ts";
 
 const PASSIVATE_AFTER_MS = 1500;
 const stack = useStack("mstate", {
@@ -22,18 +23,12 @@ const stack = useStack("mstate", {
   extra: { PI_PASSIVATE_AFTER_MS: String(PASSIVATE_AFTER_MS), PI_ACTOR_MAX_RESTARTS: "1" },
 });
 
-const statesOf = (events: EventCollector) =>
-  events.all
-    .filter((e): e is SessionEvent<"machine.state"> => e.type === "machine.state")
-    .map((e) => e.state);
+const statesOf = (events: EventCollector) => events.all.filter(isEvent("machine.state")).map((e) => e.state);
 
 /** Waits for a `machine.state` with this value among the events from index `from` on; its index. */
 async function reached(events: EventCollector, state: string, from: number, timeoutMs = 20_000) {
   const e = await events.waitFor(
-    (x) =>
-      x.type === "machine.state" &&
-      (x as SessionEvent<"machine.state">).state === state &&
-      events.all.indexOf(x) >= from,
+    isEvent("machine.state", (x) => x.state === state && events.all.indexOf(x) >= from),
     timeoutMs,
   );
   return events.all.indexOf(e) + 1;
@@ -93,12 +88,8 @@ describe("machine.state", () => {
 
       // A worker claims it; the execution runs until the gate file exists.
       await stack.startWorker();
-      const started = (await events.waitFor(
-        (e) => e.type === "turn.started" && (e as SessionEvent<"turn.started">).kind === "execution",
-      )) as SessionEvent<"turn.started">;
-      await events.waitFor(
-        (e) => e.type === "turn.claimed" && (e as SessionEvent<"turn.claimed">).turnId === started.turnId,
-      );
+      const started = await events.waitFor(isEvent("turn.started", (e) => e.kind === "execution"));
+      await events.waitFor(isEvent("turn.claimed", (e) => e.turnId === started.turnId));
       at = await reached(events, "running", at);
       expect(statesOf(events).at(-1)).toBe("running");
       expect(await machineState(session.id)).toBe("running");
@@ -132,19 +123,17 @@ describe("machine.state", () => {
         limit: 500,
       });
       // The wire schema types a stored event by its common fields; these are session events.
-      const storedStates = (stored.events as SessionEvent[]).filter((e) => e.type === "machine.state");
-      const liveMachine = events.all.filter((e) => e.type === "machine.state");
+      const storedStates = (stored.events as SessionEvent[]).filter(isEvent("machine.state"));
+      const liveMachine = events.all.filter(isEvent("machine.state"));
       const liveOnly = liveMachine.filter((e) => (e as { live?: boolean }).live === true);
-      expect(liveOnly.map((e) => (e as SessionEvent<"machine.state">).state)).toEqual(
+      expect(liveOnly.map((e) => e.state)).toEqual(
         expect.arrayContaining(["loading", "prompting", "claiming", "submitting", "resolving", "ending"]),
       );
       for (const e of liveOnly) expect([e.seq, e.cursor]).toEqual([undefined, undefined]);
-      expect(storedStates.map((e) => (e as SessionEvent<"machine.state">).state)).toEqual(
-        liveMachine
-          .filter((e) => !liveOnly.includes(e))
-          .map((e) => (e as SessionEvent<"machine.state">).state),
+      expect(storedStates.map((e) => e.state)).toEqual(
+        liveMachine.filter((e) => !liveOnly.includes(e)).map((e) => e.state),
       );
-      expect(storedStates.map((e) => (e as SessionEvent<"machine.state">).state)).not.toContain("loading");
+      expect(storedStates.map((e) => e.state)).not.toContain("loading");
       for (const e of storedStates) {
         expect(Number.isInteger(e.seq)).toBe(true);
         expect(e.cursor).toMatch(/^[0-9a-f]{32}$/);

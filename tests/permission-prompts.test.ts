@@ -15,6 +15,7 @@ import { useStack } from "./support/stack-fixture.ts";
 import { promptAndClaim, refusalCode, executeTool } from "./support/worker-double.ts";
 import type { PermissionMode } from "../services/protocol/modes.ts";
 import type { PermissionDecision } from "../services/protocol/permission-schemas.ts";
+import { isEvent } from "./support/events.ts";
 
 // The deadline test moves the host clock by 121 s; the turn's lease (host clock too) must outlive it.
 const stack = useStack("permprompt", { extra: { PI_TURN_LEASE_MS: "600000" }, host: true });
@@ -44,15 +45,11 @@ type Requested = SessionEvent<"permission.requested">;
 type Resolved = SessionEvent<"permission.resolved">;
 
 async function requested(events: EventCollector, toolCallId: string): Promise<Requested> {
-  return (await events.waitFor(
-    (e) => e.type === "permission.requested" && (e as Requested).toolCallId === toolCallId,
-  )) as Requested;
+  return await events.waitFor(isEvent("permission.requested", (e) => e.toolCallId === toolCallId));
 }
 
 async function resolved(events: EventCollector, requestId: string): Promise<Resolved> {
-  return (await events.waitFor(
-    (e) => e.type === "permission.resolved" && (e as Resolved).requestId === requestId,
-  )) as Resolved;
+  return await events.waitFor(isEvent("permission.resolved", (e) => e.requestId === requestId));
 }
 
 function resolve(principal: string, requestId: string, decision: PermissionDecision) {
@@ -249,9 +246,7 @@ describe("permission prompts", () => {
       decision: "deny",
       code: "PERMISSION_INTERRUPTED",
     });
-    await events.waitFor(
-      (e) => e.type === "turn.ended" && (e as SessionEvent<"turn.ended">).status === "aborted",
-    );
+    await events.waitFor(isEvent("turn.ended", (e) => e.status === "aborted"));
     expect(await refusalCode(resolve("alice", ev.requestId, "allow-once"))).toBe(
       "PERMISSION_ALREADY_RESOLVED",
     );

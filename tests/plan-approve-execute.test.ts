@@ -5,19 +5,18 @@ import { createHash } from "node:crypto";
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
-import type { SessionEvent } from "../services/protocol/events.ts";
 import type { SessionView } from "../services/protocol/schemas.ts";
 import { eventually } from "./support/stack.ts";
 import { useStack } from "./support/stack-fixture.ts";
 import type { ParamsOf } from "../services/protocol/methods.ts";
+import { isEvent } from "./support/events.ts";
 
 /** One scripted-model step of a session (the `scripted` provider of the tests). */
 type ScriptStep = NonNullable<NonNullable<ParamsOf<"session.create">["model"]>["script"]>[number];
 
 const stack = useStack("e2e", { host: true, worker: true });
 
-const isAwaiting = (e: SessionEvent) =>
-  e.type === "plan.changed" && (e as SessionEvent<"plan.changed">).state === "awaiting_approval";
+const isAwaiting = isEvent("plan.changed", (e) => e.state === "awaiting_approval");
 
 async function newPlanSession(ws: string, script: ScriptStep[]): Promise<SessionView> {
   const alice = stack.client("alice");
@@ -54,12 +53,10 @@ describe("plan -> approve -> execute", () => {
       text: "Plan a greeting",
     });
 
-    const awaiting = (await events.waitFor(isAwaiting)) as SessionEvent<"plan.changed">;
+    const awaiting = await events.waitFor(isAwaiting);
     const proposal = awaiting.proposal!;
     expect(proposal.turnId).toBe(turnId);
-    const readResult = events.all.find(
-      (e) => e.type === "tool.result" && (e as SessionEvent<"tool.result">).tool === "Read",
-    );
+    const readResult = events.all.find(isEvent("tool.result", (e) => e.tool === "Read"));
     expect(readResult).toMatchObject({ decision: "allow", isError: false });
 
     // The file holds exactly the submitted bytes; the row records its sha256 and size.
@@ -123,7 +120,7 @@ describe("plan -> approve -> execute", () => {
         ).rows[0].execution_turn_id
       : null;
     await events.waitFor(
-      (e) => e.type === "turn.ended" && (e as SessionEvent<"turn.ended">).turnId === executionTurnId,
+      isEvent("turn.ended", (e) => e.turnId === executionTurnId),
       30_000,
     );
     expect(readFileSync(path.join(ws, "greeting.txt"), "utf8")).toBe("hello\n");
@@ -168,7 +165,7 @@ describe("plan -> approve -> execute", () => {
     const alice = stack.client("alice");
     const events = stack.events(session.id);
     await alice.call("session.prompt", { sessionId: session.id, text: "plan" });
-    const first = ((await events.waitFor(isAwaiting)) as SessionEvent<"plan.changed">).proposal!;
+    const first = (await events.waitFor(isAwaiting)).proposal!;
     const rejected = await alice.call("plans.resolve", {
       proposalId: first.proposalId,
       sessionId: session.id,
@@ -183,9 +180,9 @@ describe("plan -> approve -> execute", () => {
 
     await alice.call("session.prompt", { sessionId: session.id, text: "plan again" });
     const second = (
-      (await events.waitFor(
-        (e) => isAwaiting(e) && (e as SessionEvent<"plan.changed">).proposal?.proposalId !== first.proposalId,
-      )) as SessionEvent<"plan.changed">
+      await events.waitFor(
+        isEvent("plan.changed", (e) => isAwaiting(e) && e.proposal?.proposalId !== first.proposalId),
+      )
     ).proposal!;
     expect(second.artifactPath).not.toBe(first.artifactPath);
     expect(readFileSync(path.join(ws, second.artifactPath), "utf8")).toBe("# second\n");

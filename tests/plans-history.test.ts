@@ -13,7 +13,6 @@ import { migrateUp } from "../services/host/store/migrate.ts";
 import { createPlanStore } from "../services/host/store/plan-store.ts";
 import { createProjectStore } from "../services/host/store/project-store.ts";
 import { createSessionStore } from "../services/host/store/session-store.ts";
-import type { SessionEvent } from "../services/protocol/events.ts";
 import type { ProposalHistoryPage, ProposalView, SessionView } from "../services/protocol/schemas.ts";
 import { jsonError, jsonOut, pihost } from "./support/cli.ts";
 import { approveProposal, exitPlanStep, isPlanChanged, rows, writeStep } from "./support/plans.ts";
@@ -22,16 +21,17 @@ import { useStack } from "./support/stack-fixture.ts";
 import type { TestDatabase } from "./support/test-db.ts";
 import { refusalCode } from "./support/worker-double.ts";
 import { unwrap } from "../services/protocol/result.ts";
+import { isEvent } from "./support/events.ts";
 
 const TITLES = ["Rejected plan", "Interrupted plan", "Expired plan", "Approved plan", "Pending plan"];
 
 /** The proposal of the `plan.changed` awaiting approval with this title (events seen so far included). */
 async function awaiting(events: EventCollector, title: string): Promise<ProposalView> {
   const e = await events.waitFor(
-    (x) => isPlanChanged(x) && x.state === "awaiting_approval" && x.proposal?.title === title,
+    isEvent("plan.changed", (x) => x.state === "awaiting_approval" && x.proposal?.title === title),
     30_000,
   );
-  return (e as SessionEvent<"plan.changed">).proposal!;
+  return e.proposal!;
 }
 
 describe("plans.history over NATS with the host and the scripted worker", () => {

@@ -12,6 +12,7 @@ import { type ManagedProcess, spawnTs } from "./support/processes.ts";
 import { useStack } from "./support/stack-fixture.ts";
 import { promptAndClaim, refusalCode, executeTool } from "./support/worker-double.ts";
 import type { PermissionMode } from "../services/protocol/modes.ts";
+import { isEvent } from "./support/events.ts";
 
 let plugin: ManagedProcess;
 let pluginLog: string;
@@ -180,9 +181,7 @@ describe("plugins", () => {
       ["o1", "odd"],
     ] as const) {
       const call = exec(assignment, id, tool, { text: "loud" });
-      const ev = (await events.waitFor(
-        (e) => e.type === "permission.requested" && (e as Requested).toolCallId === id,
-      )) as Requested;
+      const ev = await events.waitFor(isEvent("permission.requested", (e) => e.toolCallId === id));
       expect(ev).toMatchObject({ sessionId: session.id, tool, risk: "medium" });
       // Nothing reached the plugin while the prompt waits.
       expect(pluginCalls().filter((c) => c.toolCallId === id)).toEqual([]);

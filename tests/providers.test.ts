@@ -15,6 +15,7 @@ import { type FakeProvider, startFakeAnthropic, startFakeOpenAI } from "./suppor
 import { approveProposal, turnEnded } from "./support/plans.ts";
 import { spawnTs } from "./support/processes.ts";
 import { useStack } from "./support/stack-fixture.ts";
+import { isEvent } from "./support/events.ts";
 
 const MODELS_DIR = mkdtempSync(path.join(os.tmpdir(), "pihost-models-"));
 const MODELS_FILE = path.join(MODELS_DIR, "models.json");
@@ -83,9 +84,7 @@ async function promptTurn(session: SessionView, text: string) {
 }
 
 const messagesOf = (events: SessionEvent[], turnId: string) =>
-  (events.filter((e) => e.type === "message") as SessionEvent<"message">[]).filter(
-    (e) => e.turnId === turnId,
-  );
+  events.filter(isEvent("message", (e) => e.turnId === turnId));
 
 const toolNames = (body: Record<string, unknown>, api: "openai" | "anthropic"): string[] =>
   ((body.tools as Array<Record<string, unknown>>) ?? []).map((t) =>
@@ -248,10 +247,10 @@ describe("models from PI_MODELS_JSON against local servers", () => {
       await stack
         .client("alice")
         .call("session.prompt", { sessionId: session.id, text: "Plan, then write out.txt" });
-      const awaiting = (await events.waitFor(
-        (e) => e.type === "plan.changed" && (e as SessionEvent<"plan.changed">).state === "awaiting_approval",
+      const awaiting = await events.waitFor(
+        isEvent("plan.changed", (e) => e.state === "awaiting_approval"),
         30_000,
-      )) as SessionEvent<"plan.changed">;
+      );
       const planning = fake.requests.slice(before);
       expect(planning).toHaveLength(4);
       // OpenAI: the first message is the system prompt; Anthropic: the `system` field.
@@ -278,8 +277,7 @@ describe("models from PI_MODELS_JSON against local servers", () => {
       const execStart = fake.requests.length;
       await approveProposal(stack, proposal, "auto");
       await events.waitFor(
-        (e) =>
-          e.type === "plan.changed" && (e as SessionEvent<"plan.changed">).execution?.state === "completed",
+        isEvent("plan.changed", (e) => e.execution?.state === "completed"),
         30_000,
       );
       const execution = fake.requests.slice(execStart);

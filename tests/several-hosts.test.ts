@@ -7,12 +7,12 @@
 //   and stops; the new owner serves them.
 // - SIGTERM: another host serves the released sessions within a second.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { SessionEvent } from "../services/protocol/events.ts";
 import type { ScriptStep } from "../services/protocol/values.ts";
-import { approveProposal, exitPlanStep, isPlanChanged, newPlanSession, writeStep } from "./support/plans.ts";
+import { approveProposal, exitPlanStep, newPlanSession, writeStep } from "./support/plans.ts";
 import { hostEnv, type ManagedProcess, spawnTs, startWorker } from "./support/processes.ts";
 import { eventually } from "./support/stack.ts";
 import { useStack } from "./support/stack-fixture.ts";
+import { isEvent } from "./support/events.ts";
 
 const stack = useStack("hosts3", { timeoutMs: 120_000 });
 const hosts = new Map<string, ManagedProcess>();
@@ -48,10 +48,10 @@ async function pendingPlan(name: string, after: ScriptStep[]) {
   const { session } = await newPlanSession(stack, name, [exitPlanStep(`${name} plan`), ...after]);
   const events = stack.events(session.id);
   await stack.client("alice").call("session.prompt", { sessionId: session.id, text: "plan" });
-  const e = (await events.waitFor(
-    (x) => isPlanChanged(x) && x.state === "awaiting_approval",
+  const e = await events.waitFor(
+    isEvent("plan.changed", (x) => x.state === "awaiting_approval"),
     30_000,
-  )) as SessionEvent<"plan.changed">;
+  );
   return { session, events, proposal: e.proposal! };
 }
 

@@ -8,11 +8,11 @@ import { existsSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
 import { AppError } from "../services/protocol/app-error.ts";
-import type { SessionEvent } from "../services/protocol/events.ts";
 import type { TurnAssignment } from "../services/protocol/schemas.ts";
 import { useStack } from "./support/stack-fixture.ts";
 import { promptAndClaim, refusalCode, executeTool } from "./support/worker-double.ts";
 import type { PermissionMode } from "../services/protocol/modes.ts";
+import { isEvent } from "./support/events.ts";
 
 const stack = useStack("tooladmit", {
   extra: { PI_TOOLS_MAX_PER_SESSION: "1", PI_TOOLS_MAX_CONCURRENT: "64" },
@@ -39,10 +39,7 @@ describe("tools.execute admission", () => {
   it("a prompt holds the session's slot; a second call is HOST_OVERLOADED, retriable, unrecorded", async () => {
     const a = await liveTurn("ask");
     const first = exec(a.assignment, "w1", "Write", { path: "a.txt", content: "one" });
-    const ev = (await a.events.waitFor(
-      (e) =>
-        e.type === "permission.requested" && (e as SessionEvent<"permission.requested">).toolCallId === "w1",
-    )) as SessionEvent<"permission.requested">;
+    const ev = await a.events.waitFor(isEvent("permission.requested", (e) => e.toolCallId === "w1"));
 
     // Over the per-session bound: refused at once, as a retriable error reply.
     const err = await exec(a.assignment, "w2", "Write", { path: "b.txt", content: "two" }).catch((e) => e);
@@ -87,10 +84,7 @@ describe("tools.execute admission", () => {
 
     // The retry of w2 still prompts (ask) and takes the freed slot; deny it, allow it, then Read runs.
     const w2 = exec(a.assignment, "w2", "Write", { path: "b.txt", content: "two" });
-    const ev2 = (await a.events.waitFor(
-      (e) =>
-        e.type === "permission.requested" && (e as SessionEvent<"permission.requested">).toolCallId === "w2",
-    )) as SessionEvent<"permission.requested">;
+    const ev2 = await a.events.waitFor(isEvent("permission.requested", (e) => e.toolCallId === "w2"));
     await stack
       .client("alice")
       .call("permissions.resolve", { requestId: ev2.requestId, decision: "allow-once" });
