@@ -14,6 +14,7 @@ import { REPO_ROOT } from "./support/processes.ts";
 import { eventually } from "./support/stack.ts";
 import { useStack } from "./support/stack-fixture.ts";
 import type { Mode, PermissionMode } from "../services/protocol/modes.ts";
+import { isEvent } from "./support/events.ts";
 
 const stack = useStack("cli-follow", { host: true, worker: true });
 
@@ -124,7 +125,7 @@ describe("pihost prompt and watch while a person is needed", () => {
     expect(w.stdout).toMatch(/^permission needed: Bash \(\w+\) in session \S+ until /m);
     expect(w.stdout).toMatch(/^ {2}answer: pihost permissions allow req_\S+/m);
     await stack.client("alice").call("session.abort", { sessionId: s.id });
-    await events.waitFor((e) => e.type === "turn.ended" && (e as { turnId?: string }).turnId === turnId);
+    await events.waitFor(isEvent("turn.ended", (e) => e.turnId === turnId));
   });
 });
 

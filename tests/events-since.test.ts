@@ -20,7 +20,7 @@ import { eventsSettled, eventually } from "./support/stack.ts";
 import { useStack } from "./support/stack-fixture.ts";
 import { promptAndClaim, refusalCode } from "./support/worker-double.ts";
 import type { ParamsOf } from "../services/protocol/methods.ts";
-import { isEvent } from "./support/events.ts";
+import { isEvent, isLive } from "./support/events.ts";
 
 type SinceParams = ParamsOf<"events.since">;
 
@@ -74,7 +74,7 @@ const oneTo = (n: number) => Array.from({ length: n }, (_, i) => i + 1);
 /** The events of what a test does: the actor's own `machine.state` events also take seqs, in between. */
 const withoutMachine = (events: SessionEvent[]) => events.filter((e) => e.type !== "machine.state");
 /** The stored ones of the live events: a state the actor only passes through is live only, no seq. */
-const kept = (events: SessionEvent[]) => events.filter((e) => (e as { live?: boolean }).live !== true);
+const kept = (events: SessionEvent[]) => events.filter((e) => !isLive(e));
 
 async function storedSeqs(sessionId: string): Promise<number[]> {
   const r = await stack.db.pool.query(
@@ -255,7 +255,7 @@ describe("subscribe first, then fetch", () => {
     const seen = new Set<string>();
     let dropped = 0;
     const take = (e: SessionEvent) => {
-      if ((e as { live?: boolean }).live === true) return; // live only: never stored, nothing to fetch
+      if (isLive(e)) return; // live only: never stored, nothing to fetch
       const key = `${e.sessionId}/${e.seq}`;
       if (seen.has(key)) dropped++;
       else {
@@ -383,9 +383,7 @@ describe("the cursor under concurrent writers", () => {
       const o = await olderAppend;
       await older.query("COMMIT");
       const { events } = await drain("alice", { sessionId: s.id }, start);
-      const turns = events.filter((e) => e.type === "turn.started") as Array<
-        SessionEvent & { turnId: string }
-      >;
+      const turns = events.filter(isEvent("turn.started"));
       expect(turns.map((e) => [e.turnId, e.seq])).toEqual([
         ["young", o.seq - 1],
         ["old", o.seq],

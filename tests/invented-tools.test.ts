@@ -6,9 +6,9 @@
 import { existsSync } from "node:fs";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
-import type { SessionEvent } from "../services/protocol/events.ts";
 import { newPlanSession, turnEnded } from "./support/plans.ts";
 import { useStack } from "./support/stack-fixture.ts";
+import { isEvent } from "./support/events.ts";
 
 const stack = useStack("invented", { host: true, worker: true });
 
@@ -25,7 +25,7 @@ describe("a tool call the model was not offered", () => {
       .call("session.prompt", { sessionId: session.id, text: "write a file" });
     await turnEnded(events, turnId, 30_000);
 
-    const results = events.all.filter((e) => e.type === "tool.result") as Array<SessionEvent<"tool.result">>;
+    const results = events.all.filter(isEvent("tool.result"));
     expect(results.map((r) => [r.tool, r.decision, r.code])).toEqual([
       ["Write", "deny", "WRITE_DISABLED_IN_PLAN"],
       ["Frobnicate", "deny", "TOOL_DISABLED_IN_PLAN"],

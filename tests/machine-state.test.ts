@@ -14,7 +14,7 @@ import type { EventCollector } from "./support/stack.ts";
 import { eventually } from "./support/stack.ts";
 import { useStack } from "./support/stack-fixture.ts";
 import { refusalCode } from "./support/worker-double.ts";
-import { isEvent } from "./support/events.ts";
+import { isEvent, isLive } from "./support/events.ts";
 
 const PASSIVATE_AFTER_MS = 1500;
 const stack = useStack("mstate", {
@@ -125,7 +125,7 @@ describe("machine.state", () => {
       // The wire schema types a stored event by its common fields; these are session events.
       const storedStates = (stored.events as SessionEvent[]).filter(isEvent("machine.state"));
       const liveMachine = events.all.filter(isEvent("machine.state"));
-      const liveOnly = liveMachine.filter((e) => (e as { live?: boolean }).live === true);
+      const liveOnly = liveMachine.filter(isLive);
       expect(liveOnly.map((e) => e.state)).toEqual(
         expect.arrayContaining(["loading", "prompting", "claiming", "submitting", "resolving", "ending"]),
       );

@@ -165,9 +165,7 @@ describe("permission prompts", () => {
       isError: false,
     });
     expect(existsSync(path.join(ws, "c.txt"))).toBe(true);
-    expect(
-      events.all.some((e) => e.type === "permission.requested" && (e as Requested).toolCallId === "w3"),
-    ).toBe(false);
+    expect(events.all.some(isEvent("permission.requested", (e) => e.toolCallId === "w3"))).toBe(false);
     // ...but not for Edit.
     const edit = exec(assignment, "e1", "Edit", { path: "c.txt", oldText: "three", newText: "3" });
     const r3 = await requested(events, "e1");
@@ -206,9 +204,7 @@ describe("permission prompts", () => {
     const denied = await exec(assignment, "w2", "Write", { path: "b.txt", content: "b" });
     expect(denied.code).toBe("WRITE_DISABLED_IN_PLAN");
     expect(existsSync(path.join(ws, "b.txt"))).toBe(false);
-    expect(
-      events.all.some((e) => e.type === "permission.requested" && (e as Requested).toolCallId === "w2"),
-    ).toBe(false);
+    expect(events.all.some(isEvent("permission.requested", (e) => e.toolCallId === "w2"))).toBe(false);
     expect(
       (
         await stack.db.pool.query("SELECT count(*)::int AS n FROM permission_grants WHERE session_id = $1", [

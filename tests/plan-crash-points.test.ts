@@ -183,8 +183,8 @@ describe("plan crash points (SIGKILL of the host)", () => {
     const since = [...evA.all.slice(seenA), ...evB.all.slice(seenB)];
     expect(
       since
-        .filter((e) => (e as { turnId?: string }).turnId === execTurn)
-        .map((e) => [e.type, (e as { status?: string }).status, (e as { code?: string }).code]),
+        .filter((e) => "turnId" in e && e.turnId === execTurn)
+        .map((e) => [e.type, "status" in e ? e.status : undefined, "code" in e ? e.code : undefined]),
     ).toEqual([["turn.ended", "aborted", "HOST_RESTARTED"]]);
     expect(
       since

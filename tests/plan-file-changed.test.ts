@@ -140,9 +140,7 @@ describe("plan file changed between approval and execution", () => {
     // The event carries the ProposalView, nothing of the host (its workspace path, the principals).
     expect(Object.keys(changed.proposal!).sort()).toEqual(Object.keys(proposal).sort());
     // It never ran: no turn.started of it, no model call for it, no file it would have written.
-    expect(
-      events.all.filter((e) => e.type === "turn.started" && (e as { turnId?: string }).turnId === execTurn),
-    ).toEqual([]);
+    expect(events.all.filter(isEvent("turn.started", (e) => e.turnId === execTurn))).toEqual([]);
     expect(callsOf(stack, session.id).map((c) => c.turnId)).toEqual([planTurn]);
     expect(existsSync(path.join(ws, "executed.txt"))).toBe(false);
     await expectRefused(session.id, proposal.proposalId, execTurn);

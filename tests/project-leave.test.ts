@@ -17,13 +17,12 @@ import { eventually } from "./support/stack.ts";
 import { useStack } from "./support/stack-fixture.ts";
 import { executeTool, promptAndClaim, refusalCode } from "./support/worker-double.ts";
 import type { TypedRpcClient } from "../services/protocol/rpc-client.ts";
+import { isEvent } from "./support/events.ts";
 
 const stack = useStack("projleave", { extra: { PI_TURN_LEASE_MS: "600000" }, host: true });
 const bob = () => stack.client("bob");
 const alice = () => stack.client("alice");
 const carol = () => stack.client("carol");
-
-type Added = SessionEvent<"approvers.added">;
 
 /** Every event published to `principal` of any session, until stopped. */
 function allEventsOf(principal: string): { all: SessionEvent[]; sub: Subscription } {
@@ -90,10 +89,7 @@ async function attackAndLeave(live: SessionEvent[]): Promise<void> {
       expect.objectContaining({ approvers: ["alice"], addedBy: "bob", sessionId: s.id }),
     ]);
   }
-  expect(live.filter((e) => e.type === "approvers.added").map((e) => (e as Added).sessionId)).toEqual([
-    named.id,
-    later.id,
-  ]);
+  expect(live.filter(isEvent("approvers.added")).map((e) => e.sessionId)).toEqual([named.id, later.id]);
 
   // The audit rows that name alice: who (bob), when, which project and sessions.
   const rows = naming(await audit("alice"), "alice");

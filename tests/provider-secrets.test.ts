@@ -8,12 +8,12 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import type { SessionEvent } from "../services/protocol/events.ts";
 import { REDACTED } from "../services/runtime/secret-redaction.ts";
 import { type FakeProvider, startFakeAnthropic, startFakeOpenAI } from "./support/fake-providers.ts";
 import { rows, turnEnded } from "./support/plans.ts";
 import { addMembers } from "./support/stack.ts";
 import { useStack } from "./support/stack-fixture.ts";
+import { isEvent } from "./support/events.ts";
 
 const MODELS_DIR = mkdtempSync(path.join(os.tmpdir(), "pihost-secrets-"));
 const MODELS_FILE = path.join(MODELS_DIR, "models.json");
@@ -175,7 +175,7 @@ describe("a provider's 401 echoing the worker's key and header value", () => {
       expect(workerLines.some((l) => l.includes('"event":"turn.ended"') && l.includes(turnId))).toBe(true);
       expectNoSecret("the worker's log", workerLines.join("\n"));
       expectNoSecret("the host's log", stack.host!.lines.join("\n"));
-      const messages = (owner.all as SessionEvent[]).filter((e) => e.type === "message");
+      const messages = owner.all.filter(isEvent("message"));
       expect(messages).toEqual([]);
     },
     30_000,

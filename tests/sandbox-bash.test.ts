@@ -30,6 +30,7 @@ import {
 import { type EventCollector, eventually } from "./support/stack.ts";
 import { useStack } from "./support/stack-fixture.ts";
 import type { PermissionDecision } from "../services/protocol/permission-schemas.ts";
+import { isEvent } from "./support/events.ts";
 
 const FAST_DEFAULT_MS = 1500;
 // Leases run on the host clock, which the prompt-timeout case moves by minutes.
@@ -70,9 +71,8 @@ function control(command: string): { code: number; out: string } {
   }
 }
 
-const callOf = (e: SessionEvent) => (e as { toolCallId?: string }).toolCallId;
 const outputsOf = (all: SessionEvent[], toolCallId: string) =>
-  all.filter((e): e is SessionEvent<"tool.output"> => e.type === "tool.output" && callOf(e) === toolCallId);
+  all.filter(isEvent("tool.output", (e) => e.toolCallId === toolCallId));
 
 describe("Bash in the sandbox", () => {
   it("runs as the sandbox user with an empty environment and writes the workspace (Agent + auto)", async () => {
@@ -176,7 +176,7 @@ describe("Bash in the sandbox", () => {
     const started = Date.now();
     let firstOutputAt = 0;
     const call = bash(assignment, { command, timeout: 20 }, "stream-1");
-    await events.waitFor((e) => e.type === "tool.output" && callOf(e) === "stream-1");
+    await events.waitFor(isEvent("tool.output", (e) => e.toolCallId === "stream-1"));
     firstOutputAt = Date.now();
     const r = await call;
     const doneAt = Date.now();
@@ -190,7 +190,7 @@ describe("Bash in the sandbox", () => {
       ["stdout", "o2\n"],
       ["stderr", "e2\n"],
     ]);
-    const resultIndex = events.all.findIndex((e) => e.type === "tool.result" && callOf(e) === "stream-1");
+    const resultIndex = events.all.findIndex(isEvent("tool.result", (e) => e.toolCallId === "stream-1"));
     expect(resultIndex).toBeGreaterThan(events.all.indexOf(outs.at(-1)!));
     events.stop();
   });
@@ -243,7 +243,7 @@ describe("Bash in the sandbox", () => {
     expect(seen).toBeGreaterThan(0);
     await new Promise((res) => setTimeout(res, 600));
     expect(outputsOf(events.all, "to-1").length).toBe(seen);
-    const resultIndex = events.all.findIndex((e) => e.type === "tool.result" && callOf(e) === "to-1");
+    const resultIndex = events.all.findIndex(isEvent("tool.result", (e) => e.toolCallId === "to-1"));
     expect(events.all.slice(resultIndex).filter((e) => e.type === "tool.output")).toEqual([]);
     events.stop();
   });
@@ -288,16 +288,14 @@ describe("Bash in the sandbox", () => {
 
 describe("Plan + ask: Bash waits for a person", () => {
   const requested = (events: EventCollector, toolCallId: string) =>
-    events.waitFor(
-      (e) => e.type === "permission.requested" && (e as { toolCallId?: string }).toolCallId === toolCallId,
-    );
+    events.waitFor(isEvent("permission.requested", (e) => e.toolCallId === toolCallId));
 
   it("a prompt appears; deny stops it; allow-once runs it; no answer times out to a denial", async () => {
     const { ws, assignment } = await sandboxTurn(stack, "plan", "ask");
     const events = stack.events(assignment.sessionId);
     const alice = stack.client("alice");
     const answer = async (toolCallId: string, decision: PermissionDecision) => {
-      const e = (await requested(events, toolCallId)) as unknown as { requestId: string; tool: string };
+      const e = await requested(events, toolCallId);
       expect(e.tool).toBe("Bash");
       await alice.call("permissions.resolve", { requestId: e.requestId, decision });
     };

@@ -20,3 +20,9 @@ export function isEvent<T extends EventType>(
 export function eventsOf<T extends EventType>(events: readonly SessionEvent[], type: T): EventOf<T>[] {
   return events.filter(isEvent(type));
 }
+
+/**
+ * Whether the host published `e` live only (`live: true`, a bus field outside the event types: a state
+ * the session actor only passes through, with no seq or cursor, never stored).
+ */
+export const isLive = (e: SessionEvent): boolean => "live" in e && e.live === true;
