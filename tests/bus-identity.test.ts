@@ -27,7 +27,7 @@ import { eventually } from "./support/stack.ts";
 import { useStack } from "./support/stack-fixture.ts";
 import { type PrivateNats, startPrivateNats } from "./support/test-nats.ts";
 import { refusalCode } from "./support/worker-double.ts";
-import { isEvent } from "./support/events.ts";
+import { decodeEvent, isEvent } from "./support/events.ts";
 
 const stack = useStack("busid");
 let prefix: string;
@@ -363,7 +363,7 @@ describe("a real worker and the CLI under the generated users", () => {
       const seen: SessionEvent[] = [];
       const sub = aliceNc.subscribe(sessionEventsWildcard(prefix, "alice", session.id), {
         callback: (_e, m) => {
-          seen.push(decodeJson(m.data) as SessionEvent);
+          seen.push(decodeEvent(m.data));
         },
       });
       subs.push(sub);

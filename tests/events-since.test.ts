@@ -4,7 +4,6 @@
 // the call, and a client that subscribes first and then fetches sees every event exactly once.
 import type { Subscription } from "@nats-io/nats-core";
 import { describe, expect, it } from "vitest";
-import { decodeJson } from "../services/protocol/envelope.ts";
 import type { SessionEvent } from "../services/protocol/events.ts";
 import type { TurnAssignment } from "../services/protocol/schemas.ts";
 import { sessionEventsWildcard } from "../services/protocol/subjects.ts";
@@ -20,7 +19,7 @@ import { eventsSettled, eventually } from "./support/stack.ts";
 import { useStack } from "./support/stack-fixture.ts";
 import { promptAndClaim, refusalCode } from "./support/worker-double.ts";
 import type { ParamsOf } from "../services/protocol/methods.ts";
-import { isEvent, isLive } from "./support/events.ts";
+import { decodeEvent, isEvent, isLive } from "./support/events.ts";
 
 type SinceParams = ParamsOf<"events.since">;
 
@@ -265,7 +264,7 @@ describe("subscribe first, then fetch", () => {
     };
     const subscribe = (): Subscription =>
       stack.nc.subscribe(sessionEventsWildcard(stack.env.prefix, "alice", s.id), {
-        callback: (_err, msg) => take(decodeJson(msg.data) as SessionEvent),
+        callback: (_err, msg) => take(decodeEvent(msg.data)),
       });
     let sub = subscribe();
     await stack.nc.flush();

@@ -7,14 +7,13 @@ import path from "node:path";
 import type { Msg } from "@nats-io/nats-core";
 import { describe, expect, it } from "vitest";
 import { formatEvent } from "../services/cli/event-format.ts";
-import { decodeJson } from "../services/protocol/envelope.ts";
 import type { SessionEvent } from "../services/protocol/events.ts";
 import { approveProposal, exitPlanStep, newPlanSession, submitted, turnEnded } from "./support/plans.ts";
 import type { EventCollector } from "./support/stack.ts";
 import { eventually } from "./support/stack.ts";
 import { useStack } from "./support/stack-fixture.ts";
 import { refusalCode } from "./support/worker-double.ts";
-import { isEvent, isLive } from "./support/events.ts";
+import { decodeEvent, isEvent, isLive } from "./support/events.ts";
 
 const PASSIVATE_AFTER_MS = 1500;
 const stack = useStack("mstate", {
@@ -63,7 +62,7 @@ describe("machine.state", () => {
     const bobs: SessionEvent[] = [];
     const bobTap = stack.nc.subscribe(`${stack.env.prefix}.evt.bob.>`, {
       callback: (_err, m: Msg) => {
-        bobs.push(decodeJson(m.data) as SessionEvent);
+        bobs.push(decodeEvent(m.data));
       },
     });
     try {

@@ -8,7 +8,6 @@
 import type { Subscription } from "@nats-io/nats-core";
 import { describe, expect, it } from "vitest";
 import type { AuditEntryView } from "../services/protocol/audit-schemas.ts";
-import { decodeJson } from "../services/protocol/envelope.ts";
 import type { SessionEvent } from "../services/protocol/events.ts";
 import type { ProjectView, SessionView } from "../services/protocol/schemas.ts";
 import { sessionEventsWildcard } from "../services/protocol/subjects.ts";
@@ -17,7 +16,7 @@ import { eventually } from "./support/stack.ts";
 import { useStack } from "./support/stack-fixture.ts";
 import { executeTool, promptAndClaim, refusalCode } from "./support/worker-double.ts";
 import type { TypedRpcClient } from "../services/protocol/rpc-client.ts";
-import { isEvent } from "./support/events.ts";
+import { decodeEvent, isEvent } from "./support/events.ts";
 
 const stack = useStack("projleave", { extra: { PI_TURN_LEASE_MS: "600000" }, host: true });
 const bob = () => stack.client("bob");
@@ -29,7 +28,7 @@ function allEventsOf(principal: string): { all: SessionEvent[]; sub: Subscriptio
   const all: SessionEvent[] = [];
   const sub = stack.nc.subscribe(sessionEventsWildcard(stack.env.prefix, principal, "*"), {
     callback: (_err, msg) => {
-      all.push(decodeJson(msg.data) as SessionEvent);
+      all.push(decodeEvent(msg.data));
     },
   });
   return { all, sub };

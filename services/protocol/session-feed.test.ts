@@ -4,17 +4,16 @@ import { createSessionFeed } from "./session-feed.ts";
 
 /** A cursor as the store writes them: 32 hex digits that compare as strings (event-store.ts). */
 const at = (n: number) => n.toString(16).padStart(32, "0");
-const ev = (seq: number, cursor = seq * 10, sessionId = "s"): SessionEvent =>
-  ({
-    type: "message",
-    sessionId,
-    at: "",
-    seq,
-    cursor: at(cursor),
-    turnId: "t",
-    role: "assistant",
-    text: `${seq}`,
-  }) as SessionEvent;
+const ev = (seq: number, cursor = seq * 10, sessionId = "s"): SessionEvent => ({
+  type: "message",
+  sessionId,
+  at: "",
+  seq,
+  cursor: at(cursor),
+  turnId: "t",
+  role: "assistant",
+  text: `${seq}`,
+});
 
 function drain(feed: ReturnType<typeof createSessionFeed>): number[] {
   const seqs: number[] = [];

@@ -1,5 +1,6 @@
 // Type guards for session events (services/protocol/events.ts's union discriminated by `type`): the
 // tests find and wait for events with them, so what they get back is already the member named.
+import { decodeJson } from "../../services/protocol/envelope.ts";
 import type { EventType, SessionEvent } from "../../services/protocol/events.ts";
 
 /** The member of the union with this `type` (`SessionEvent<T>`, in a form a generic `T` narrows to). */
@@ -26,3 +27,6 @@ export function eventsOf<T extends EventType>(events: readonly SessionEvent[], t
  * the session actor only passes through, with no seq or cursor, never stored).
  */
 export const isLive = (e: SessionEvent): boolean => "live" in e && e.live === true;
+
+/** A session event as a subscriber receives it on the bus (the host's JSON, trusted as its type). */
+export const decodeEvent = (data: Uint8Array): SessionEvent => decodeJson(data) as SessionEvent;

@@ -13,7 +13,7 @@ import path from "node:path";
 import type { NatsConnection, Subscription } from "@nats-io/nats-core";
 import type pg from "pg";
 import { HORIZON_SQL } from "../../services/host/store/event-store.ts";
-import { decodeJson, encodeJson, unwrapReply } from "../../services/protocol/envelope.ts";
+import { encodeJson, unwrapReply } from "../../services/protocol/envelope.ts";
 import type { SessionEvent } from "../../services/protocol/events.ts";
 import {
   agentClient,
@@ -26,6 +26,7 @@ import { createTestDatabase, type TestDatabase } from "./test-db.ts";
 import type { Resource } from "./leaks.ts";
 import { connectNats, NATS_URL, natsResource, subscriptionResource, uniquePrefix } from "./test-nats.ts";
 import { type ManagedProcess, reapAll, type StackEnv, startHost, startWorker } from "./processes.ts";
+import { decodeEvent } from "./events.ts";
 
 export interface Stack {
   db: TestDatabase;
@@ -148,7 +149,7 @@ export async function createStack(label: string, opts: { emptyDatabase?: boolean
       const waiters: Array<{ pred: (e: SessionEvent) => boolean; resolve: (e: SessionEvent) => void }> = [];
       const sub = nc.subscribe(sessionEventsWildcard(env.prefix, principal, sessionId), {
         callback: (_err, msg) => {
-          const e = decodeJson(msg.data) as SessionEvent;
+          const e = decodeEvent(msg.data);
           all.push(e);
           for (const w of [...waiters]) {
             if (w.pred(e)) {
