@@ -69,13 +69,13 @@ function close(p: PrinterState): string {
 
 function printItem(p: PrinterState, item: FeedItem): string {
   if (item.type === "delta") return onDelta(p, item);
-  if (item.type === "message") return onMessage(p, item as SessionEvent<"message">);
-  if (item.type === "tool.output") return onOutput(p, item as SessionEvent<"tool.output">);
+  if (item.type === "message") return onMessage(p, item);
+  if (item.type === "tool.output") return onOutput(p, item);
   const ls = formatEvent(item);
   // An event without a line of its own (machine.state) leaves a streamed line open.
   if (ls.length === 0) return "";
   let head = close(p);
-  if (item.type === "tool.result") head += endOutput(p, (item as SessionEvent<"tool.result">).toolCallId);
+  if (item.type === "tool.result") head += endOutput(p, item.toolCallId);
   return head + lines(p, item.sessionId, ls, eventStyle(item));
 }
 

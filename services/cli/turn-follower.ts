@@ -49,14 +49,13 @@ function followTurnEvent(state: FollowState, e: SessionEvent): FollowStep {
   const turnId = eventTurnId(e);
   let target = state.target;
   if (target.kind === "execution" && target.turnId === null) {
-    const kind = (e as Partial<SessionEvent<"turn.started">>).kind;
-    if (e.type !== "turn.started" || kind !== "execution") return { state, show: false, done: null };
+    if (e.type !== "turn.started" || e.kind !== "execution") return { state, show: false, done: null };
     target = { ...target, turnId: turnId ?? null };
   }
   if (turnId === undefined || turnId !== target.turnId) return { state, show: false, done: null };
   const next: FollowState = { target, turnEnded: state.turnEnded };
   if (e.type !== "turn.ended") return { state: next, show: true, done: null };
-  const status = (e as SessionEvent<"turn.ended">).status;
+  const status = e.status;
   next.turnEnded = true;
   return {
     state: next,
@@ -100,7 +99,7 @@ function followPlanChanged(state: FollowState, e: SessionEvent<"plan.changed">):
 export function followEvent(state: FollowState, e: SessionEvent): FollowStep {
   switch (e.type) {
     case "plan.changed":
-      return followPlanChanged(state, e as SessionEvent<"plan.changed">);
+      return followPlanChanged(state, e);
     case "session.changed":
       return { state, show: true, done: null };
     default:
