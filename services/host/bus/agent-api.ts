@@ -193,10 +193,13 @@ async function toolsExecute(deps: AgentApiDeps, params: unknown): Promise<Result
   // (recorded like any other), not a failed request; the rest of the body is checked as always.
   const body = params as Record<string, unknown>;
   const bad = unsafeTextPath(body.args, "/args");
-  if (bad === null) return deps.tools.execute(lease, decodeParams(ToolsExecuteParams, params));
-  return deps.tools.execute(lease, decodeParams(ToolsExecuteParams, { ...body, args: {} }), {
-    argsProblem: bad,
-  });
+  // A refusal of the request itself (not a result the model sees) is thrown as its AppError.
+  if (bad === null) return unwrap(await deps.tools.execute(lease, decodeParams(ToolsExecuteParams, params)));
+  return unwrap(
+    await deps.tools.execute(lease, decodeParams(ToolsExecuteParams, { ...body, args: {} }), {
+      argsProblem: bad,
+    }),
+  );
 }
 
 async function delta(deps: AgentApiDeps, params: unknown): Promise<ResultOf<"delta">> {

@@ -12,6 +12,6 @@ export function createPermissionsApi(deps: { gate: PermissionGate }): ClientHand
     "permissions.pending": async (principal, p) => ok(await gate.pending(principal, p)),
 
     // The request's approver is checked by the gate under the request's row.
-    "permissions.resolve": async (principal, p) => ok(await gate.resolve(principal, p)),
+    "permissions.resolve": (principal, p) => gate.resolve(principal, p),
   };
 }

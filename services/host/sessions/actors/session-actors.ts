@@ -11,11 +11,12 @@ import type {
 } from "../../../../machines/session.machine.ts";
 import { AppError } from "../../../protocol/app-error.ts";
 import type { ErrorCode } from "../../../protocol/error-codes.ts";
+import { ok, type Result, refuse } from "../../../protocol/result.ts";
 import type { ProposalView, TurnAssignment } from "../../../protocol/schemas.ts";
 import type { Clock } from "../../clock.ts";
 import { appendAudit } from "../../store/audit-log.ts";
 import { auditApproversAdded } from "../../store/project-members.ts";
-import { type Db, withTransaction } from "../../store/db.ts";
+import { type Db, withRefusableTransaction, withTransaction } from "../../store/db.ts";
 import type { PlanStore } from "../../store/plan-store.ts";
 import { pluginToolSpecs } from "../../store/plugin-store.ts";
 import {
@@ -109,12 +110,12 @@ async function loadSession(sa: ActorsCtx, sessionId: string): Promise<SessionFac
   };
 }
 
-/** session.prompt: a new prompt turn; AGENT_BUSY while any work is running or pending. */
-async function startTurn(sa: ActorsCtx, sessionId: string, p: PromptParams): Promise<StepOutput> {
+/** session.prompt: a new prompt turn; AGENT_BUSY (nothing written) while any work is running or pending. */
+async function startTurn(sa: ActorsCtx, sessionId: string, p: PromptParams): Promise<Result<StepOutput>> {
   const { db, clock, sessions, events } = sa.deps;
-  const turnId = await withTransaction(db, async (tx) => {
+  const started = await withRefusableTransaction(db, async (tx) => {
     await sessions.getRow(tx, sessionId, true);
-    if (await sessionBusy(tx, sessionId)) throw new AppError("AGENT_BUSY");
+    if (await sessionBusy(tx, sessionId)) return refuse("AGENT_BUSY");
     const id = await sessions.insertTurn(tx, {
       sessionId,
       kind: "prompt",
@@ -128,14 +129,19 @@ async function startTurn(sa: ActorsCtx, sessionId: string, p: PromptParams): Pro
       turnId: id,
       action: "session.prompt",
     });
-    return id;
+    return ok(id);
   });
+  if (!started.ok) return started;
+  const turnId = started.value;
   events.publish(audienceOf(sa, sessionId), "turn.started", { turnId, kind: "prompt" });
-  return { activeTurnId: turnId, result: { turnId } };
+  return ok({ activeTurnId: turnId, result: { turnId } });
 }
 
-/** session.configure: a no-op answers the view; a change is refused while work runs or is pending. */
-async function configure(sa: ActorsCtx, sessionId: string, p: ConfigureParams): Promise<StepOutput> {
+/**
+ * session.configure: a no-op answers the view; a change is refused (PLAN_CONFIGURATION_BLOCKED,
+ * nothing written) while work runs or is pending, or when the session changed concurrently.
+ */
+async function configure(sa: ActorsCtx, sessionId: string, p: ConfigureParams): Promise<Result<StepOutput>> {
   const { db, clock, sessions, dispatcher, events } = sa.deps;
   const before = await sessions.getRow(db, sessionId);
   const changes: SessionChanges = {};
@@ -153,14 +159,14 @@ async function configure(sa: ActorsCtx, sessionId: string, p: ConfigureParams): 
       changes.approvers = approvers;
   }
   if (Object.keys(changes).length === 0) {
-    return { mode: before.mode, result: await sessions.view(db, before) };
+    return ok({ mode: before.mode, result: await sessions.view(db, before) });
   }
   // Who is approver now and was not (before.approvers: the members among the stored names).
   const added = (changes.approvers ?? []).filter((a) => !before.approvers.includes(a));
-  await withTransaction(db, async (tx) => {
-    if (await sessionBusy(tx, sessionId)) throw new AppError("PLAN_CONFIGURATION_BLOCKED");
+  const updated = await withRefusableTransaction(db, async (tx) => {
+    if (await sessionBusy(tx, sessionId)) return refuse("PLAN_CONFIGURATION_BLOCKED");
     if (!(await updateSessionConfig(tx, sessionId, changes, before.version, clock.date())))
-      throw new AppError("PLAN_CONFIGURATION_BLOCKED", "the session changed concurrently; retry");
+      return refuse("PLAN_CONFIGURATION_BLOCKED", "the session changed concurrently; retry");
     await appendAudit(tx, {
       at: clock.date(),
       principal: before.owner,
@@ -174,7 +180,9 @@ async function configure(sa: ActorsCtx, sessionId: string, p: ConfigureParams): 
       sessionId,
       approvers: added,
     });
+    return ok(undefined);
   });
+  if (!updated.ok) return updated;
   if (changes.approvers) {
     sa.audiences.set(sessionId, { sessionId, owner: before.owner, approvers: changes.approvers });
   }
@@ -183,7 +191,7 @@ async function configure(sa: ActorsCtx, sessionId: string, p: ConfigureParams): 
   const view = await publishSession(sa, sessionId);
   dispatcher.noteModel(sessionId, view.model);
   if (changes.mode) events.publish(audienceOf(sa, sessionId), "plan.changed", { state: view.planningState });
-  return { mode: view.mode, result: view };
+  return ok({ mode: view.mode, result: view });
 }
 
 /** agent.claim: leases the turn to the worker; an execution re-checks its plan file first. */
@@ -344,9 +352,11 @@ export function createSessionActors(deps: SessionActorDeps) {
     /** Where the rows say the session stands (see `loadSession`). */
     loadSession: (sessionId: string): Promise<SessionFacts> => loadSession(sa, sessionId),
     /** session.prompt (see `startTurn`). */
-    startTurn: (sessionId: string, p: PromptParams): Promise<StepOutput> => startTurn(sa, sessionId, p),
+    startTurn: (sessionId: string, p: PromptParams): Promise<Result<StepOutput>> =>
+      startTurn(sa, sessionId, p),
     /** session.configure (see `configure`). */
-    configure: (sessionId: string, p: ConfigureParams): Promise<StepOutput> => configure(sa, sessionId, p),
+    configure: (sessionId: string, p: ConfigureParams): Promise<Result<StepOutput>> =>
+      configure(sa, sessionId, p),
     /** agent.claim (see `claimTurn`). */
     claimTurn: (context: SessionContext, turnId: string, workerId: string): Promise<StepOutput> =>
       claimTurn(sa, context, turnId, workerId),

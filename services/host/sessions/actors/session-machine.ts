@@ -33,9 +33,9 @@ export function provideSessionMachine(deps: SessionMachineDeps) {
       return fn(input);
     });
   /**
-   * A step that answers its refusal as a value (the plan steps): the refusal becomes the promise
-   * actor's failure, the one way xstate takes a step's onError (the state stays, replyError answers
-   * the request with it); nothing was committed.
+   * A step that answers its refusal as a value (prompt, configure and the plan steps): the refusal
+   * becomes the promise actor's failure, the one way xstate takes a step's onError (the state stays,
+   * replyError answers the request with it); nothing was committed.
    */
   const refusableStep = (name: string, fn: (input: StepInput) => Promise<Result<StepOutput>>) =>
     step(name, async (input) => {
@@ -50,8 +50,12 @@ export function provideSessionMachine(deps: SessionMachineDeps) {
       loadSession: fromPromise<SessionFacts, { sessionId: string }>(({ input }) =>
         steps.loadSession(input.sessionId),
       ),
-      startTurn: step("startTurn", (i) => steps.startTurn(sessionOf(i), requestOf(i, "PROMPT").params)),
-      configure: step("configure", (i) => steps.configure(sessionOf(i), requestOf(i, "CONFIGURE").params)),
+      startTurn: refusableStep("startTurn", (i) =>
+        steps.startTurn(sessionOf(i), requestOf(i, "PROMPT").params),
+      ),
+      configure: refusableStep("configure", (i) =>
+        steps.configure(sessionOf(i), requestOf(i, "CONFIGURE").params),
+      ),
       claimTurn: step("claimTurn", (i) => {
         const { turnId, workerId } = requestOf(i, "CLAIM");
         return steps.claimTurn(i.context, turnId, workerId);

@@ -1,8 +1,8 @@
 // Permission prompts (docs/architecture.md, "Tools"): a `prompt` decision becomes a permission_requests
 // row, a `permission.requested` event and a wait on the host clock; exactly one of resolve, deadline and
 // turn abort settles it (a conditional UPDATE). Waiters live in memory; the startup fence denies the rest.
-import { AppError } from "../../../protocol/app-error.ts";
 import type { ErrorCode } from "../../../protocol/error-codes.ts";
+import { ok, type Result, refuse } from "../../../protocol/result.ts";
 import type { Logger } from "../../../runtime/log.ts";
 import { boundPage } from "../../store/bounded-page.ts";
 import type {
@@ -15,7 +15,7 @@ import type {
 } from "../../../protocol/permission-schemas.ts";
 import { appendAudit } from "../../store/audit-log.ts";
 import type { Clock, TimerHandle } from "../../clock.ts";
-import { type Db, type Tx, withTransaction } from "../../store/db.ts";
+import { type Db, type Tx, withRefusableTransaction, withTransaction } from "../../store/db.ts";
 import type { Audience, EventPublisher } from "../events/event-publisher.ts";
 import { newId } from "../../ids.ts";
 import {
@@ -238,24 +238,30 @@ interface Answer {
   recorded: boolean;
 }
 
-/** resolve's checks and answer, in its transaction (the row locked); see `resolve` for the order. */
+/**
+ * resolve's checks and answer, in its transaction (the row locked); see `resolve` for the order.
+ * Its refusals come before any write (the transaction rolls back having changed nothing); a host
+ * denial past the deadline or without a waiter is an answer that commits, refused after the commit.
+ */
 async function answerLocked(
   g: GateState,
   tx: Tx,
   principal: string,
   p: PermissionsResolveParams,
   at: Date,
-): Promise<Answer> {
+): Promise<Result<Answer>> {
   const row = await lockRequestForAnswer(tx, p.requestId);
-  if (!row) throw new AppError("PERMISSION_NOT_FOUND");
-  if (!canAccess(row, principal)) throw new AppError("FORBIDDEN");
+  if (!row) return refuse("PERMISSION_NOT_FOUND");
+  if (!canAccess(row, principal)) return refuse("FORBIDDEN");
   if (row.status !== "pending") {
-    if (row.code === "PERMISSION_TIMEOUT") throw new AppError("PERMISSION_TIMEOUT");
+    if (row.code === "PERMISSION_TIMEOUT") return refuse("PERMISSION_TIMEOUT");
     // The same answer again by the same person (a retry): the recorded result, as for plans.
     if (row.principal === principal && row.decision === p.decision)
-      return { row, hostCode: null, decision: row.decision, code: row.code, recorded: true };
-    throw new AppError("PERMISSION_ALREADY_RESOLVED", undefined, {
-      details: { status: row.status, decision: row.decision, code: row.code },
+      return ok({ row, hostCode: null, decision: row.decision, code: row.code, recorded: true });
+    return refuse("PERMISSION_ALREADY_RESOLVED", undefined, {
+      status: row.status,
+      decision: row.decision,
+      code: row.code,
     });
   }
   // Past its deadline (the timer is about to fire) or without a live waiter: denied, never allowed.
@@ -282,24 +288,27 @@ async function answerLocked(
     code,
     details: { requestId: row.id, tool: row.tool, ...(hostCode ? { requested: p.decision } : {}) },
   });
-  return { row: answered, hostCode, decision, code, recorded: false };
+  return ok({ row: answered, hostCode, decision, code, recorded: false });
 }
 
 /**
  * `permissions.resolve`: in this order PERMISSION_NOT_FOUND; FORBIDDEN (neither owner nor
  * approver); a request no longer pending PERMISSION_TIMEOUT (it timed out) or
  * PERMISSION_ALREADY_RESOLVED; past its deadline the row is denied and the reply is
- * PERMISSION_TIMEOUT. allow-session also records the (session, tool) grant.
+ * PERMISSION_TIMEOUT (without a live waiter PERMISSION_ALREADY_RESOLVED): that denial commits and
+ * the caller is refused after it. allow-session also records the (session, tool) grant.
  */
 async function resolve(
   g: GateState,
   principal: string,
   p: PermissionsResolveParams,
-): Promise<PermissionRequestView> {
+): Promise<Result<PermissionRequestView>> {
   const { db, clock } = g.deps;
   const at = clock.date();
-  const outcome = await withTransaction(db, (tx) => answerLocked(g, tx, principal, p, at));
-  if (outcome.recorded) return view(outcome.row);
+  const answered = await withRefusableTransaction(db, (tx) => answerLocked(g, tx, principal, p, at));
+  if (!answered.ok) return answered;
+  const outcome = answered.value;
+  if (outcome.recorded) return ok(view(outcome.row));
   const w = g.waiters.get(p.requestId);
   if (w) {
     publishResolved(g, w, outcome.decision, outcome.code ?? undefined);
@@ -315,11 +324,12 @@ async function resolve(
         : { kind: "allow", decision: outcome.decision, principal },
     );
   }
+  // The host's denial committed (the deadline is absolute); the caller is refused all the same.
   if (outcome.hostCode)
-    throw new AppError(
+    return refuse(
       outcome.hostCode === "PERMISSION_TIMEOUT" ? "PERMISSION_TIMEOUT" : "PERMISSION_ALREADY_RESOLVED",
     );
-  return view(outcome.row);
+  return ok(view(outcome.row));
 }
 
 /** `permissions.pending`: live pending requests of sessions the principal owns or approves. */
@@ -352,7 +362,7 @@ export function createPermissionGate(deps: PermissionGateDeps) {
     /** Creates the request and waits for its outcome (see `request`). */
     request: (input: PromptInput): Promise<GateOutcome> => request(g, input),
     /** `permissions.resolve` (see `resolve`). */
-    resolve: (principal: string, p: PermissionsResolveParams): Promise<PermissionRequestView> =>
+    resolve: (principal: string, p: PermissionsResolveParams): Promise<Result<PermissionRequestView>> =>
       resolve(g, principal, p),
     /** `permissions.pending` (see `pending`). */
     pending: (principal: string, p: PermissionsPendingParams): Promise<PermissionRequestList> =>

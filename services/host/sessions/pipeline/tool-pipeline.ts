@@ -10,7 +10,7 @@ import {
 } from "../../../../machines/tool-policy.ts";
 import { AppError } from "../../../protocol/app-error.ts";
 import type { ErrorCode } from "../../../protocol/error-codes.ts";
-import { toolResult } from "../../../protocol/result.ts";
+import { ok, type Result, refuse, toolResult } from "../../../protocol/result.ts";
 import { sanitizeText } from "../../../protocol/text-safety.ts";
 import type { ToolExecuteResult, ToolsExecuteParams } from "../../../protocol/schemas.ts";
 import type { Clock } from "../../clock.ts";
@@ -184,25 +184,38 @@ async function settleDecision(
 }
 
 /**
- * Checks the batch, loads the durable facts, decides, runs or refuses, and records the call.
- * `argsProblem`: the path of text Postgres cannot store in the arguments (refused, recorded).
+ * Checks the batch and loads the durable facts (refused, nothing written: a batch without this call
+ * INVALID_PARAMS, no session SESSION_NOT_FOUND), then decides, runs or refuses, and records the call.
+ * `argsProblem`: the path of text Postgres cannot store in the arguments (refused to the model, recorded).
  */
 async function executeTool(
   pl: PipelineState,
   lease: Lease,
   p: ToolsExecuteParams,
   argsProblem?: string,
-): Promise<ToolExecuteResult> {
-  const { db, clock } = pl.deps;
+): Promise<Result<ToolExecuteResult>> {
   if (!p.batch.some((c) => c.toolCallId === p.toolCallId && c.tool === p.tool)) {
-    throw new AppError("INVALID_PARAMS", "the batch must contain this call");
+    return refuse("INVALID_PARAMS", "the batch must contain this call");
   }
   // The durable mode is read now by sessionId, in one read; requestedMode is diagnostic only.
   const call = { sessionId: lease.sessionId, turnId: p.turnId, toolCallId: p.toolCallId, tool: p.tool };
-  const s = await readToolCallFacts(db, call);
-  if (!s) throw new AppError("SESSION_NOT_FOUND");
+  const s = await readToolCallFacts(pl.deps.db, call);
+  if (!s) return refuse("SESSION_NOT_FOUND");
   // A result recorded under a larger bound (an earlier server's max_payload) is sent bounded.
-  if (s.recorded) return boundToolResult(s.recorded, pl.maxResultBytes);
+  if (s.recorded) return ok(boundToolResult(s.recorded, pl.maxResultBytes));
+  return ok(await decideAndRun(pl, lease, p, call, s, argsProblem));
+}
+
+/** A call not recorded yet: decides, runs or refuses it (as a result the model sees), and records it. */
+async function decideAndRun(
+  pl: PipelineState,
+  lease: Lease,
+  p: ToolsExecuteParams,
+  call: { sessionId: string; turnId: string; toolCallId: string; tool: string },
+  s: ToolCallFacts,
+  argsProblem: string | undefined,
+): Promise<ToolExecuteResult> {
+  const { db, clock } = pl.deps;
   const to: Audience = { sessionId: lease.sessionId, owner: s.owner, approvers: s.approvers };
   // Started before (not in flight here) and never recorded: it may have run. It never runs again.
   if (s.startedBefore) return recordAndAnnounce(pl, lease, p, to, "deny", outcomeUnknown(p.tool));
@@ -327,20 +340,23 @@ async function recordAndAnnounce(
 /** What the pipeline holds: its deps, the result bound and the calls running here, by turn and call id. */
 interface PipelineState {
   deps: ToolPipelineDeps;
-  inflight: Map<string, Promise<ToolExecuteResult>>;
+  inflight: Map<string, Promise<Result<ToolExecuteResult>>>;
   maxResultBytes: number;
 }
 
 /** The enabled plugin tool a call names (store/plugin-store.ts findPluginTool). */
 type PluginTarget = NonNullable<Awaited<ReturnType<typeof findPluginTool>>>;
 
-/** One tools.execute call of the lease's worker (the token is checked by the caller). */
+/**
+ * One tools.execute call of the lease's worker (the token is checked by the caller): the call's
+ * result, or a refusal of the request itself (see `executeTool`).
+ */
 async function execute(
   pl: PipelineState,
   lease: Lease,
   p: ToolsExecuteParams,
   opts: { argsProblem?: string } = {},
-): Promise<ToolExecuteResult> {
+): Promise<Result<ToolExecuteResult>> {
   const { inflight } = pl;
   pl.deps.dispatcher.beat(lease);
   // A retry that arrives while the first call still runs waits for it: the tool runs once.
@@ -371,7 +387,7 @@ export function createToolPipeline(deps: ToolPipelineDeps) {
       lease: Lease,
       p: ToolsExecuteParams,
       opts: { argsProblem?: string } = {},
-    ): Promise<ToolExecuteResult> => execute(pl, lease, p, opts),
+    ): Promise<Result<ToolExecuteResult>> => execute(pl, lease, p, opts),
   };
 }
 
