@@ -36,8 +36,7 @@ import type { SessionStore } from "../store/session-store.ts";
 export type AgentHandler<M extends AgentMethod = AgentMethod> = (params: unknown) => Promise<ResultOf<M>>;
 /** Every worker method's handler. */
 export type AgentHandlers = { [M in AgentMethod]: AgentHandler<M> };
-/** A handler of the test hooks (PI_TEST_HOOKS=1), which have no entry in the METHODS table. */
-/** A test hook (test-hooks.ts): its params as sent, its outcome a Result. */
+/** A test hook (test-hooks.ts, PI_TEST_HOOKS=1; no entry in the METHODS table): its params as sent, its outcome a Result. */
 export type HookHandler = (params: unknown) => Promise<Result<unknown>>;
 
 /** The longest worker-given reason a turn.ended event carries. */
