@@ -7,18 +7,8 @@ import { type BodyParts, createBodyParts } from "./body-parts.ts";
 import type { Clock } from "../clock.ts";
 import { redactSecrets } from "../../runtime/secret-redaction.ts";
 import { sanitizeText, unsafeTextPath } from "../../protocol/text-safety.ts";
-import {
-  AppendParams,
-  BodyPartParams,
-  BodyPartsRef,
-  DeltaParams,
-  ContextParams,
-  decodeParams,
-  HeartbeatParams,
-  ToolsExecuteParams,
-  TurnEndParams,
-} from "../../protocol/schemas.ts";
-import type { ParamsOf, ResultOf } from "../../protocol/methods.ts";
+import { BodyPartsRef, decodeParams } from "../../protocol/schemas.ts";
+import { METHODS, type ParamsOf, type ResultOf } from "../../protocol/methods.ts";
 import { type AgentMethod, SUBJECT_TOKEN } from "../../protocol/subjects.ts";
 import type { Audience, EventPublisher } from "../sessions/events/event-publisher.ts";
 import type { LiveOutput } from "../sessions/events/live-output.ts";
@@ -36,6 +26,17 @@ import type { SessionStore } from "../store/session-store.ts";
 export type AgentHandler<M extends AgentMethod = AgentMethod> = (params: unknown) => Promise<ResultOf<M>>;
 /** Every worker method's handler. */
 export type AgentHandlers = { [M in AgentMethod]: AgentHandler<M> };
+/** The worker methods a turn token gates (all but claim). */
+export type TokenMethod = Exclude<AgentMethod, "claim">;
+/**
+ * A token method's handler: the lease its token proved and its params decoded once, by its METHODS
+ * schema, in `tokenGated` (the one place a worker body is checked and decoded).
+ */
+export type TokenHandler<M extends TokenMethod> = (
+  lease: Lease,
+  params: ParamsOf<M>,
+  argsProblem: string | undefined,
+) => Promise<ResultOf<M>>;
 /** A test hook (test-hooks.ts, PI_TEST_HOOKS=1; no entry in the METHODS table): its params as sent, its outcome a Result. */
 export type HookHandler = (params: unknown) => Promise<Result<unknown>>;
 
@@ -89,10 +90,8 @@ async function audienceOf(deps: AgentApiDeps, sessionId: string): Promise<Audien
   return { sessionId, owner: row.owner, approvers: row.approvers };
 }
 
-async function claim(deps: AgentApiDeps, params: unknown): Promise<ResultOf<"claim">> {
+async function claim(deps: AgentApiDeps, p: ParamsOf<"claim">): Promise<ResultOf<"claim">> {
   const { db, supervisor, dispatcher } = deps;
-  // No token to check first: the bus decoded it by its schema already (host-bus.ts decodeBody).
-  const p = params as ParamsOf<"claim">;
   const offer = dispatcher.take(p.turnId);
   if (!offer) {
     // An execution that was already claimed, ended or fenced says so with its own code.
@@ -114,9 +113,11 @@ async function claim(deps: AgentApiDeps, params: unknown): Promise<ResultOf<"cla
   }
 }
 
-async function context(deps: AgentApiDeps, params: unknown): Promise<ResultOf<"context">> {
-  const lease = authorize(deps.dispatcher, params);
-  const p = decodeParams(ContextParams, params);
+async function context(
+  deps: AgentApiDeps,
+  lease: Lease,
+  p: ParamsOf<"context">,
+): Promise<ResultOf<"context">> {
   return deps.sessions.transcriptPage(
     lease.sessionId,
     p.cursor ?? 0,
@@ -126,11 +127,8 @@ async function context(deps: AgentApiDeps, params: unknown): Promise<ResultOf<"c
   );
 }
 
-async function append(deps: AgentApiDeps, params: unknown): Promise<ResultOf<"append">> {
+async function append(deps: AgentApiDeps, lease: Lease, p: ParamsOf<"append">): Promise<ResultOf<"append">> {
   const { db, sessions, events } = deps;
-  const lease = authorize(deps.dispatcher, params);
-  // Model text is repaired, not refused: a NUL or lone surrogate becomes U+FFFD (text-safety.ts).
-  const p = decodeParams(AppendParams, sanitizeText(params).value);
   const to = await audienceOf(deps, lease.sessionId);
   for (const message of p.messages) {
     if (message.role !== "assistant" && message.role !== "toolResult") {
@@ -159,16 +157,16 @@ async function append(deps: AgentApiDeps, params: unknown): Promise<ResultOf<"ap
   return { appended: p.messages.length };
 }
 
-async function heartbeat(deps: AgentApiDeps, params: unknown): Promise<ResultOf<"heartbeat">> {
-  const lease = authorize(deps.dispatcher, params);
-  decodeParams(HeartbeatParams, params);
+async function heartbeat(deps: AgentApiDeps, lease: Lease): Promise<ResultOf<"heartbeat">> {
   deps.dispatcher.beat(lease);
   return { ok: true, leaseMs: undefined };
 }
 
-async function turnEnd(deps: AgentApiDeps, params: unknown): Promise<ResultOf<"turn.end">> {
-  const lease = authorize(deps.dispatcher, params);
-  const p = decodeParams(TurnEndParams, params);
+async function turnEnd(
+  deps: AgentApiDeps,
+  lease: Lease,
+  p: ParamsOf<"turn.end">,
+): Promise<ResultOf<"turn.end">> {
   // A stopped worker's turn is aborted (WORKER_STOPPED), never handed to another worker; a
   // failure the worker named (a provider's: PROVIDER_*, CONTEXT_TOO_LARGE, MODEL_NOT_CONFIGURED)
   // keeps its code, any other is TOOL_FAILED; the worker's reason reaches turn.ended.
@@ -186,72 +184,85 @@ async function turnEnd(deps: AgentApiDeps, params: unknown): Promise<ResultOf<"t
   }));
 }
 
-async function toolsExecute(deps: AgentApiDeps, params: unknown): Promise<ResultOf<"tools.execute">> {
-  const lease = authorize(deps.dispatcher, params);
-  // Arguments are the model's: text Postgres cannot store in them is a refusal the model sees
-  // (recorded like any other), not a failed request; the rest of the body is checked as always.
-  const body = params as Record<string, unknown>;
-  const bad = unsafeTextPath(body.args, "/args");
+async function toolsExecute(
+  deps: AgentApiDeps,
+  lease: Lease,
+  p: ParamsOf<"tools.execute">,
+  argsProblem: string | undefined,
+): Promise<ResultOf<"tools.execute">> {
   // A refusal of the request itself (not a result the model sees) is thrown as its AppError.
-  if (bad === null) return unwrap(await deps.tools.execute(lease, decodeParams(ToolsExecuteParams, params)));
-  return unwrap(
-    await deps.tools.execute(lease, decodeParams(ToolsExecuteParams, { ...body, args: {} }), {
-      argsProblem: bad,
-    }),
-  );
+  return unwrap(await deps.tools.execute(lease, p, argsProblem === undefined ? {} : { argsProblem }));
 }
 
-async function delta(deps: AgentApiDeps, params: unknown): Promise<ResultOf<"delta">> {
-  const lease = authorize(deps.dispatcher, params);
-  const p = decodeParams(DeltaParams, sanitizeText(params).value);
+async function delta(deps: AgentApiDeps, lease: Lease, p: ParamsOf<"delta">): Promise<ResultOf<"delta">> {
   deps.live?.push(lease.sessionId, lease.turnId, p.kind, p.text, p.toolCallId);
   return { ok: true };
 }
 
-async function bodyPart(
-  deps: AgentApiDeps,
-  parts: BodyParts,
-  params: unknown,
-): Promise<ResultOf<"body.part">> {
-  authorize(deps.dispatcher, params);
-  // The worker handlers answer their result or throw (AgentHandler): a refusal unwinds from here.
-  return unwrap(parts.put(decodeParams(BodyPartParams, params)));
-}
+/** Token methods whose body may come in parts (body-parts.ts). */
+const IN_PARTS: ReadonlySet<TokenMethod> = new Set(["append", "tools.execute"]);
+/** Token methods whose model text is repaired, not refused: a NUL or lone surrogate becomes U+FFFD (text-safety.ts). */
+const REPAIRED: ReadonlySet<TokenMethod> = new Set(["append", "delta"]);
 
 /**
  * A token method's body may come in parts: `{turnId, token, bodyParts}` stands for the assembled
  * body, which must carry the same turn and token; the method then runs on it as sent whole.
  */
-function withParts<M extends AgentMethod>(
+function assembled(deps: AgentApiDeps, parts: BodyParts, raw: unknown): unknown {
+  const p = raw as Record<string, unknown> | null;
+  if (typeof p !== "object" || p === null || !("bodyParts" in p)) return raw;
+  const ref = decodeParams(BodyPartsRef, raw);
+  const body = unwrap(parts.take(ref.turnId, ref.bodyParts));
+  if (body.turnId !== ref.turnId || body.token !== ref.token)
+    throw new AppError("INVALID_PARAMS", "a body in parts must carry the turn and token of its request");
+  authorize(deps.dispatcher, body);
+  return body;
+}
+
+/**
+ * The gate of every token method, in the order docs/protocol.md gives: the token first (nothing else
+ * is read of a body without a valid one), then the body assembled from its parts, the model's text
+ * repaired, and the body decoded once by the method's METHODS schema. tools.execute's arguments with
+ * text Postgres cannot store are a refusal the model sees (recorded like any other), not a failed
+ * request: they are set aside and named to the pipeline, and the rest of the body is checked as always.
+ */
+function tokenGated<M extends TokenMethod>(
   deps: AgentApiDeps,
   parts: BodyParts,
-  handler: AgentHandler<M>,
+  method: M,
+  handler: TokenHandler<M>,
 ): AgentHandler<M> {
-  return async (params) => {
-    const p = params as Record<string, unknown> | null;
-    if (typeof p !== "object" || p === null || !("bodyParts" in p)) return handler(params);
-    authorize(deps.dispatcher, params);
-    const ref = decodeParams(BodyPartsRef, params);
-    const body = unwrap(parts.take(ref.turnId, ref.bodyParts));
-    if (body.turnId !== ref.turnId || body.token !== ref.token)
-      throw new AppError("INVALID_PARAMS", "a body in parts must carry the turn and token of its request");
-    return handler(body);
+  const schema = METHODS[method].params;
+  return async (raw) => {
+    const lease = authorize(deps.dispatcher, raw);
+    let body = IN_PARTS.has(method) ? assembled(deps, parts, raw) : raw;
+    if (REPAIRED.has(method)) body = sanitizeText(body).value;
+    let argsProblem: string | undefined;
+    if (method === "tools.execute") {
+      const b = body as Record<string, unknown>;
+      argsProblem = unsafeTextPath(b.args, "/args") ?? undefined;
+      if (argsProblem !== undefined) body = { ...b, args: {} };
+    }
+    return handler(lease, decodeParams(schema, body) as ParamsOf<M>, argsProblem);
   };
 }
 
 export function createAgentApi(deps: AgentApiDeps): AgentHandlers {
   const parts = deps.parts ?? createBodyParts({ clock: { now: Date.now, date: () => new Date() } as Clock });
-  const handlers: AgentHandlers = {
-    claim: (params) => claim(deps, params),
-    context: (params) => context(deps, params),
-    append: (params) => append(deps, params),
-    heartbeat: (params) => heartbeat(deps, params),
-    "turn.end": (params) => turnEnd(deps, params),
-    "tools.execute": (params) => toolsExecute(deps, params),
-    delta: (params) => delta(deps, params),
-    "body.part": (params) => bodyPart(deps, parts, params),
+  const gated = <M extends TokenMethod>(method: M, handler: TokenHandler<M>) =>
+    tokenGated(deps, parts, method, handler);
+  return {
+    // No token to check first: the bus decoded its body by its schema already (host-bus.ts decodeBody).
+    claim: (params) => claim(deps, params as ParamsOf<"claim">),
+    context: gated("context", (lease, p) => context(deps, lease, p)),
+    append: gated("append", (lease, p) => append(deps, lease, p)),
+    heartbeat: gated("heartbeat", (lease) => heartbeat(deps, lease)),
+    "turn.end": gated("turn.end", (lease, p) => turnEnd(deps, lease, p)),
+    "tools.execute": gated("tools.execute", (lease, p, argsProblem) =>
+      toolsExecute(deps, lease, p, argsProblem),
+    ),
+    delta: gated("delta", (lease, p) => delta(deps, lease, p)),
+    // The worker handlers answer their result or throw (AgentHandler): a refusal unwinds from here.
+    "body.part": gated("body.part", async (_lease, p) => unwrap(parts.put(p))),
   };
-  handlers.append = withParts(deps, parts, handlers.append);
-  handlers["tools.execute"] = withParts(deps, parts, handlers["tools.execute"]);
-  return handlers;
 }

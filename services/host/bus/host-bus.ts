@@ -30,8 +30,8 @@ export type { HostBusDeps } from "./bus-endpoint.ts";
 
 /**
  * The body decoded by the method's params schema. A worker's token is checked before anything else
- * (docs/protocol.md, "Agent-worker protocol"), so a token-gated body is left to its handler, which
- * checks the token first and then decodes with the same schema.
+ * (docs/protocol.md, "Agent-worker protocol"), so a token-gated body is left to the token gate of
+ * agent-api.ts (`tokenGated`), which checks the token first and then decodes it by the same schema, once.
  */
 function decodeBody(spec: MethodSpec, body: unknown): unknown {
   return spec.gate === "token" ? body : decodeParams(spec.params, body);

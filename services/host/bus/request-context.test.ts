@@ -3,7 +3,7 @@
 // types ever stop catching them (a handler of the wrong result type, a field its params do not have).
 import { describe, expect, it } from "vitest";
 import { ok, refuse } from "../../protocol/result.ts";
-import type { AgentHandler } from "./agent-api.ts";
+import type { AgentHandler, TokenHandler } from "./agent-api.ts";
 import type { ClientHandler } from "./request-context.ts";
 
 describe("client handler types", () => {
@@ -20,6 +20,13 @@ describe("client handler types", () => {
     // @ts-expect-error a worker's append answers { appended: number }
     const wrongAppend: AgentHandler<"append"> = async () => ({ appended: "all" });
     expect(await wrongAppend({})).toEqual({ appended: "all" });
+    // A worker method's handler gets its params decoded by the token gate, typed by the table.
+    const deltaText: TokenHandler<"delta"> = async (_lease, p, _argsProblem) => {
+      // @ts-expect-error delta's params carry text and kind, no sessionId
+      const sessionId: string = p.sessionId;
+      return { ok: sessionId === undefined && p.text.length >= 0 };
+    };
+    expect(typeof deltaText).toBe("function");
     expect(await prompt("alice", { sessionId: "s1", text: "go" }, {})).toEqual(ok({ turnId: "turn-of-s1" }));
     expect((await wrongResult("alice", { sessionId: "s1", text: "go" }, {})).ok).toBe(true);
     expect((await unknownField("alice", { sessionId: "s1" }, {})).ok).toBe(false);
