@@ -5,7 +5,6 @@ import { createHash } from "node:crypto";
 import {
   chmodSync,
   mkdirSync,
-  mkdtempSync,
   readdirSync,
   readFileSync,
   rmSync,
@@ -14,9 +13,8 @@ import {
   unlinkSync,
   writeFileSync,
 } from "node:fs";
-import os from "node:os";
 import path from "node:path";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { type Result, unwrap } from "../../protocol/result.ts";
 import {
   MAX_PLAN_BYTES,
@@ -25,16 +23,9 @@ import {
   type WriteArtifactOptions,
   writePlanArtifact,
 } from "./plan-artifact.ts";
+import { tempDirs } from "./temp-dirs.test-support.ts";
 
-const dirs: string[] = [];
-const tmp = () => {
-  const d = mkdtempSync(path.join(os.tmpdir(), "pihost-artifact-"));
-  dirs.push(d);
-  return d;
-};
-afterEach(() => {
-  for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
-});
+const tmp = tempDirs("artifact");
 const now = new Date("2026-11-30T07:00:00.123Z");
 
 /** The refusal's code (the file answers its refusals as values, never by throwing). */

@@ -8,33 +8,24 @@ import {
   existsSync,
   lstatSync,
   mkdirSync,
-  mkdtempSync,
   readdirSync,
   rmSync,
   statSync,
   symlinkSync,
   writeFileSync,
 } from "node:fs";
-import os from "node:os";
 import path from "node:path";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { AppError } from "../../protocol/app-error.ts";
 import { openPlanDir, sealedPiDir } from "./plan-dir.ts";
+import { tempDirs } from "./temp-dirs.test-support.ts";
 
 const SANDBOX_USER = process.env.PI_SANDBOX_USER || "pihost-sandbox";
 const [, , sbUid, sbGid] = execFileSync("getent", ["passwd", SANDBOX_USER], { encoding: "utf8" }).split(":");
 const SB = { uid: Number(sbUid), gid: Number(sbGid) };
 const OTHER_UID = 4242; // a person: neither the host nor the sandbox user
 
-const dirs: string[] = [];
-const tmp = () => {
-  const d = mkdtempSync(path.join(os.tmpdir(), "pihost-plandir-"));
-  dirs.push(d);
-  return d;
-};
-afterEach(() => {
-  for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
-});
+const tmp = tempDirs("plandir");
 
 const acl = (p: string) =>
   execFileSync("getfacl", ["--numeric", "--absolute-names", "--omit-header", "--skip-base", p], {
