@@ -10,7 +10,7 @@ import { MAX_PARTS_CHARS } from "../services/protocol/agent-schemas.ts";
 import type { TurnAssignment } from "../services/protocol/schemas.ts";
 import { agentTurnIn, sandboxWorkspace } from "./support/sandbox.ts";
 import { useStack } from "./support/stack-fixture.ts";
-import { refusalCode } from "./support/worker-double.ts";
+import { promptAndClaim, refusalCode } from "./support/worker-double.ts";
 
 const stack = useStack("bodyparts", { host: true, timeoutMs: 120_000 });
 
@@ -71,5 +71,57 @@ describe("bodies in parts on one host", () => {
       again += chunk.length;
     }
     expect(again).toBeGreaterThan(MAX_HOST_PARTS_CHARS / 2 - chunk.length);
+  });
+
+  it("an assembled body is its request's own turn's: parts cannot carry a write into bob's session", async () => {
+    const aliceWs = sandboxWorkspace(stack, "parts-alice");
+    const bobWs = sandboxWorkspace(stack, "parts-bob");
+    const alicePrj = await stack
+      .client("alice")
+      .call("projects.create", { name: "pa", workspaceRoot: aliceWs });
+    const bobPrj = await stack.client("bob").call("projects.create", { name: "pb", workspaceRoot: bobWs });
+    const a = await agentTurnIn(stack, alicePrj.id);
+    const bobSession = await stack
+      .client("bob")
+      .call("session.create", { projectId: bobPrj.id, mode: "agent", permissionMode: "auto" });
+    const b = await promptAndClaim(stack, bobSession.id, "go", "bob");
+    const message = (text: string) => ({
+      role: "assistant",
+      content: [{ type: "text", text }],
+      stopReason: "stop",
+      timestamp: 1,
+    });
+    const park = (turn: TurnAssignment, partId: string, body: unknown) =>
+      stack.agentClient.call("body.part", {
+        turnId: turn.turnId,
+        token: turn.token,
+        partId,
+        index: 0,
+        count: 1,
+        text: JSON.stringify(body),
+      });
+    const appendParts = (turn: TurnAssignment, partId: string) =>
+      stack.agentClient.raw("append", { turnId: turn.turnId, token: turn.token, bodyParts: partId });
+
+    // Parked under alice's turn, naming bob's: refused, whichever token the body carries.
+    await park(a, "p1", { turnId: b.turnId, token: a.token, messages: [message("forged into bob")] });
+    expect(await refusalCode(appendParts(a, "p1"))).toBe("INVALID_PARAMS");
+    await park(a, "p2", { turnId: b.turnId, token: b.token, messages: [message("forged into bob")] });
+    expect(await refusalCode(appendParts(a, "p2"))).toBe("INVALID_PARAMS");
+    // Alice's parked body is not bob's turn's to take, even with bob's own token.
+    await park(a, "p3", { turnId: a.turnId, token: a.token, messages: [message("alice's own")] });
+    expect(await refusalCode(appendParts(b, "p3"))).toBe("INVALID_PARAMS");
+    // Her own request takes it, once.
+    expect(await appendParts(a, "p3")).toEqual({ appended: 1 });
+    expect(await refusalCode(appendParts(a, "p3"))).toBe("INVALID_PARAMS");
+
+    const texts = async (turn: TurnAssignment) =>
+      JSON.stringify(
+        (await stack.agentClient.call("context", { turnId: turn.turnId, token: turn.token })).messages,
+      );
+    expect(await texts(b)).not.toContain("forged");
+    expect(await texts(b)).not.toContain("alice's own");
+    expect((await texts(a)).split("alice's own").length - 1).toBe(1);
+    expect(await texts(a)).not.toContain("forged");
   });
 });
