@@ -215,6 +215,7 @@ function assembled(deps: AgentApiDeps, parts: BodyParts, raw: unknown): unknown 
   const body = unwrap(parts.take(ref.turnId, ref.bodyParts));
   if (body.turnId !== ref.turnId || body.token !== ref.token)
     throw new AppError("INVALID_PARAMS", "a body in parts must carry the turn and token of its request");
+  // The same token again, and the body's own sessionId, if it names one, must be the token's.
   authorize(deps.dispatcher, body);
   return body;
 }
