@@ -24,3 +24,22 @@ export async function time(n: number, fn: (i: number) => Promise<unknown>): Prom
   }
   return out;
 }
+
+/**
+ * Runs every case n times, taking turns in blocks of `block` calls (case after case, block after
+ * block), so a floor and what is measured against it share the machine's conditions of the same
+ * moments; the durations of each case's calls in ms, by case. `i` counts each case's calls.
+ */
+export async function interleaved<K extends string>(
+  n: number,
+  block: number,
+  cases: Record<K, (i: number) => Promise<unknown>>,
+): Promise<Record<K, number[]>> {
+  const names = Object.keys(cases) as K[];
+  const out = Object.fromEntries(names.map((k) => [k, [] as number[]])) as Record<K, number[]>;
+  for (let done = 0; done < n; done += block) {
+    const m = Math.min(block, n - done);
+    for (const k of names) out[k].push(...(await time(m, (j) => cases[k](done + j))));
+  }
+  return out;
+}

@@ -363,7 +363,7 @@ async function main() {
   const dbosDb = await createTestDatabase("dbos_sys");
   let dbosLaunched = false;
   try {
-    await stack.startHost();
+    const host = await stack.startHost();
     const ws = stack.newWorkspace("bench");
     const project = await stack.client("alice").call("projects.create", { name: "bench", workspaceRoot: ws });
     const offers = offerQueue(stack);
@@ -386,6 +386,8 @@ async function main() {
       await referenceSample(b, i, pick);
     }
     offers.stop();
+    // A graceful stop, so a host started with PIHOST_CPU_PROF_DIR writes its profile.
+    await host.stop();
     const out = report(samples);
     console.log(out);
     if (process.env.BENCH_OUT) writeFileSync(path.resolve(process.env.BENCH_OUT), `${out}\n`);

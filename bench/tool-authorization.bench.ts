@@ -12,14 +12,16 @@ import { createFileHelpers } from "../services/host/tools/file-helper/file-helpe
 import { sandboxSettingsFromEnv } from "../services/host/tools/sandbox.ts";
 import { hostEnv } from "../tests/support/processes.ts";
 import { createStack } from "../tests/support/stack.ts";
-import { stats, time } from "./bench-support.ts";
+import { interleaved, type Stats, stats } from "./bench-support.ts";
 
 const N = Number(process.env.BENCH_N || 2000);
+/** Calls of one case before the next case takes its turn. */
+const BLOCK = 100;
 
 async function main() {
   const stack = await createStack("bench");
   try {
-    await stack.startHost();
+    const host = await stack.startHost();
     const alice = stack.client("alice");
     const ws = stack.newWorkspace("bench");
     writeFileSync(path.join(ws, "a.txt"), "hello\n");
@@ -52,25 +54,35 @@ async function main() {
       },
     });
     const body = encodeJson({ hello: "world" });
-    await time(200, () => stack.nc.request(`${stack.env.prefix}.bench.echo`, body));
-    const nats = stats(await time(N, () => stack.nc.request(`${stack.env.prefix}.bench.echo`, body)));
-    echo.unsubscribe();
     await stack.db.pool.query("CREATE TABLE bench_floor (id bigserial PRIMARY KEY, v text NOT NULL)");
-    const insert = stats(
-      await time(N, () => stack.db.pool.query("INSERT INTO bench_floor (v) VALUES ($1)", ["x"])),
-    );
     const helpers = createFileHelpers({
       ...sandboxSettingsFromEnv(hostEnv(stack.env)),
       dataDir: path.join(stack.dir, "floor"),
     });
-    const helperRead = () => helpers.call("floor", ws, { op: "tool", tool: "Read", args: { path: "a.txt" } });
-    await time(20, helperRead);
-    const helper = stats(await time(N, helperRead));
+    const cases = {
+      nats: () => stack.nc.request(`${stack.env.prefix}.bench.echo`, body),
+      insert: () => stack.db.pool.query("INSERT INTO bench_floor (v) VALUES ($1)", ["x"]),
+      helper: () => helpers.call("floor", ws, { op: "tool", tool: "Read", args: { path: "a.txt" } }),
+      denied: (i: number) => exec("Write", { path: "x.txt", content: "x" }, `deny-${i}`),
+      read: (i: number) => exec("Read", { path: "a.txt" }, `read-${i}`),
+    };
+    // Warm-up, then every case in turns of BLOCK calls: the floors and the host's calls are timed
+    // in the same moments, so a machine that slows down in between moves both.
+    await interleaved(100, 100, {
+      ...cases,
+      denied: (i) => cases.denied(N + i),
+      read: (i) => cases.read(N + i),
+    });
+    const samples = await interleaved(N, BLOCK, cases);
+    echo.unsubscribe();
     await helpers.close();
-
-    await time(100, (i) => exec("Read", { path: "a.txt" }, `warm-${i}`));
-    const denied = stats(await time(N, (i) => exec("Write", { path: "x.txt", content: "x" }, `deny-${i}`)));
-    const read = stats(await time(N, (i) => exec("Read", { path: "a.txt" }, `read-${i}`)));
+    const [nats, insert, helper, denied, read] = [
+      samples.nats,
+      samples.insert,
+      samples.helper,
+      samples.denied,
+      samples.read,
+    ].map(stats) as [Stats, Stats, Stats, Stats, Stats];
     const f1 = { p50: nats.p50 + insert.p50, p99: nats.p99 + insert.p99 };
     const f2 = {
       p50: nats.p50 + 2 * insert.p50 + helper.p50,
@@ -86,6 +98,8 @@ async function main() {
     console.log(row("denied Write in Plan (against F1)", denied, f1));
     console.log(row("F2: NATS + 2 committed INSERTs + helper", f2, f2));
     console.log(row("allowed Read (against F2)", read, f2));
+    // A graceful stop, so a host started with PIHOST_CPU_PROF_DIR writes its profile.
+    await host.stop();
   } finally {
     await stack.close();
   }

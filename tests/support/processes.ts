@@ -63,9 +63,13 @@ export function spawnTs(
 ): ManagedProcess {
   const { entry, runner } = asBuilt(sourceEntry, opts);
   const loader = runner === "node" ? [] : ["--import", "tsx"];
+  // A V8 profile of every process started (docs/performance.md "Where the time goes").
+  const profile = process.env.PIHOST_CPU_PROF_DIR
+    ? ["--cpu-prof", `--cpu-prof-dir=${process.env.PIHOST_CPU_PROF_DIR}`]
+    : [];
   const argv = [
     ...(opts.wrap ?? []),
-    ...(opts.command ?? [process.execPath, ...loader, path.join(REPO_ROOT, entry)]),
+    ...(opts.command ?? [process.execPath, ...profile, ...loader, path.join(REPO_ROOT, entry)]),
     ...args,
   ];
   const child = spawn(argv[0]!, argv.slice(1), {
