@@ -29,14 +29,18 @@ export function createEventsApi(deps: { store: Pick<EventStore, "since"> }): Cli
 }
 
 /**
- * The handlers, each replying only after the events it raised are stored and published: a caller
- * that gets a reply has been sent its events first, never waiting for another session's. Wraps the
- * client and the agent handler maps alike.
+ * The handlers, each replying only after the events it raised are stored and published, never
+ * waiting for another session's. For people (`reachServer`, the default) also after those events
+ * have reached the server: a subscribed caller that gets a reply has been sent its events first.
+ * A worker follows no events, and one session's events keep their order on the event connection
+ * whatever its replies do, so worker replies skip that round trip (docs/protocol.md "Events").
  */
 export function afterEvents<T extends { [K in keyof T]: (...args: never[]) => Promise<unknown> }>(
   events: Pick<EventPublisher, "flush" | "scoped">,
   handlers: T,
+  opts: { reachServer?: boolean } = {},
 ): T {
+  const flushOpts = { reachServer: opts.reachServer ?? true };
   const wrapped: Record<string, (...args: never[]) => Promise<unknown>> = {};
   for (const [name, handler] of Object.entries(handlers) as Array<
     [string, (...args: never[]) => Promise<unknown>]
@@ -47,7 +51,7 @@ export function afterEvents<T extends { [K in keyof T]: (...args: never[]) => Pr
         try {
           return await handler(...args);
         } finally {
-          await events.flush();
+          await events.flush(flushOpts);
         }
       });
   }

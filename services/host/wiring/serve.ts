@@ -137,6 +137,8 @@ export function serveBus(deps: {
           },
         }),
       }),
+      // A worker follows no events: its reply waits for them stored and published, not for the PING.
+      { reachServer: false },
     ),
     test: deps.handlers.test,
     onWorkerHello: (hello) => {

@@ -263,9 +263,13 @@ function publishLive<T extends EventType>(
   const { clock, store, log } = st.deps;
   const at = clock.date();
   const envelope = { type, sessionId: to.sessionId, at: at.toISOString(), live: true };
-  // The approvers as the rows say now (a removed member gets nothing), as for a stored event.
+  // The approvers as the rows say now (a removed member gets nothing), as for a stored event: read
+  // at once, beside the session's writes ahead of it, so a write queued behind this event does not
+  // wait for the read; only the send keeps its place in the session's order.
+  const approvers = store.approvers(to.sessionId);
+  void approvers.catch(() => {});
   void enqueue(st, to.sessionId, async () =>
-    send(st, to, type, body as Record<string, unknown>, envelope, await store.approvers(to.sessionId)),
+    send(st, to, type, body as Record<string, unknown>, envelope, await approvers),
   ).catch((err) =>
     log.warn("host.event_publish_failed", { sessionId: to.sessionId, type, ...errorFields(err) }),
   );
@@ -273,16 +277,17 @@ function publishLive<T extends EventType>(
 
 /**
  * Resolves when the events of the sessions this request raised events in (every session, outside
- * a request's scope) are stored and published and have reached the server. Other sessions'
- * events are not waited for, so one busy session never delays another's reply.
+ * a request's scope) are stored and published and, unless `reachServer` is false, have reached
+ * the server. Other sessions' events are not waited for, so one busy session never delays
+ * another's reply.
  */
-async function flush(st: PublisherState): Promise<void> {
+async function flush(st: PublisherState, reachServer = true): Promise<void> {
   const { tails } = st;
   const scope = st.scopes.getStore();
   if (scope) await Promise.all([...scope.sessions].map((s) => tails.get(s)));
   else await Promise.all([...tails.values()]);
   const published = scope ? scope.published : st.publishedCount;
-  if (published === 0) return;
+  if (published === 0 || !reachServer) return;
   // Replies leave on the host's serving connection, events on this one: a round trip here
   // (PING/PONG) started after the request's last publish means the server has routed its events.
   if (st.roundTrip.after < published) {
@@ -357,9 +362,12 @@ export function createEventPublisher(deps: EventPublisherDeps) {
     scoped<T>(work: () => Promise<T>): Promise<T> {
       return st.scopes.run({ sessions: new Set(), published: 0 }, work);
     },
-    /** Resolves when this request's events have reached the server (see `flush`). */
-    flush(): Promise<void> {
-      return flush(st);
+    /**
+     * Resolves when this request's events are stored and published and (unless `reachServer` is
+     * false) have reached the server (see `flush`).
+     */
+    flush(opts: { reachServer?: boolean } = {}): Promise<void> {
+      return flush(st, opts.reachServer ?? true);
     },
     /** Starts the pruner (see `startPruning`). */
     startPruning(): void {
