@@ -4,7 +4,7 @@
 // store is repaired, so a Bash that succeeded is reported as succeeded; a call that started and was
 // never recorded is TOOL_OUTCOME_UNKNOWN and does not run again; a host killed while Bash runs is
 // fenced with that result, its transcript entry and its audit row.
-import { existsSync } from "node:fs";
+import { existsSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
 import type { TurnAssignment } from "../services/protocol/schemas.ts";
@@ -72,6 +72,58 @@ describe("no tool runs without a record", () => {
     expect(await auditOf(a.turnId, "b1")).toHaveLength(1);
     // And the retry of that gets the same recorded answer.
     expect(await exec(a, "b1", "Bash", { command: "echo again >> ran.txt" })).toEqual(r);
+  });
+
+  it("a read-only tool's start row commits with its facts, before it runs: a Read started and never recorded does not run again", async () => {
+    const { ws, assignment: a } = await sandboxTurn(stack, "agent");
+    writeFileSync(path.join(ws, "note.txt"), "secret-ish\n");
+    // As a host that died while the Read ran leaves it: the start row alone.
+    await stack.db.pool.query(
+      "INSERT INTO tool_call_starts (turn_id, tool_call_id, session_id, tool, started_at) VALUES ($1, 'r1', $2, 'Read', now())",
+      [a.turnId, a.sessionId],
+    );
+    const r = await exec(a, "r1", "Read", { path: "note.txt" });
+    expect(r).toMatchObject({ isError: true, code: "TOOL_OUTCOME_UNKNOWN" });
+    expect(JSON.stringify(r)).not.toContain("secret-ish");
+    expect(await exec(a, "r1", "Read", { path: "note.txt" })).toEqual(r);
+    // A Read that runs: its start row was committed before its record (another transaction), and
+    // a repeat gets the recorded result without a second start.
+    const ok = await exec(a, "r2", "Read", { path: "note.txt" });
+    expect(ok.isError).toBe(false);
+    const xmins = await rowsOf(
+      `SELECT (SELECT xmin::text FROM tool_call_starts WHERE turn_id = $1 AND tool_call_id = 'r2') AS start,
+              (SELECT xmin::text FROM tool_calls WHERE turn_id = $1 AND tool_call_id = 'r2') AS record`,
+      [a.turnId],
+    );
+    expect(xmins[0]!.start).toEqual(expect.any(String));
+    expect(xmins[0]!.record).not.toBe(xmins[0]!.start);
+    expect(await exec(a, "r2", "Read", { path: "note.txt" })).toEqual(ok);
+    expect(
+      await rowsOf("SELECT 1 FROM tool_call_starts WHERE turn_id = $1 AND tool_call_id = 'r2'", [a.turnId]),
+    ).toHaveLength(1);
+    // A Read the policy refuses (not alone beside ExitPlanMode) gets no start row: only its record.
+    const alone = await executeTool(
+      stack,
+      a,
+      "r3",
+      "Read",
+      { path: "note.txt" },
+      {
+        batch: [
+          { toolCallId: "r3", tool: "Read" },
+          { toolCallId: "x3", tool: "ExitPlanMode" },
+        ],
+      },
+    );
+    expect(alone).toMatchObject({ isError: true, code: "TOOL_MUST_BE_ALONE" });
+    expect(
+      await rowsOf("SELECT 1 FROM tool_call_starts WHERE turn_id = $1 AND tool_call_id = 'r3'", [a.turnId]),
+    ).toEqual([]);
+    expect(await toolRows(a.turnId)).toEqual([
+      { tool_call_id: "r1", code: "TOOL_OUTCOME_UNKNOWN" },
+      { tool_call_id: "r2", code: null },
+      { tool_call_id: "r3", code: "TOOL_MUST_BE_ALONE" },
+    ]);
   });
 
   it("a host killed while Bash runs: the fence records TOOL_OUTCOME_UNKNOWN with its transcript entry and audit row", async () => {

@@ -41,23 +41,55 @@ export interface ToolCallRef {
   tool: string;
 }
 
+/** The facts' columns (`FROM sessions s JOIN projects p`) for the call `$2, $3` of tool `$4`. */
+const FACT_COLUMNS = `s.mode, s.permission_mode, s.owner, ${memberApproversSql("s")} AS approvers, p.workspace_root, p.network_allowed, p.preview_origins,
+            EXISTS (SELECT 1 FROM tool_call_starts WHERE turn_id = $2 AND tool_call_id = $3) AS started_before,
+            (SELECT value->>'permissionMode' FROM app_settings WHERE key = 'defaults') AS app_permission,
+            (SELECT result FROM tool_calls WHERE turn_id = $2 AND tool_call_id = $3) AS recorded,
+            EXISTS (SELECT 1 FROM scheduled_runs WHERE session_id = s.id) AS unattended,
+            EXISTS (SELECT 1 FROM permission_grants WHERE session_id = s.id AND tool = $4) AS granted`;
+
 /**
  * The facts of one tool call in one read (no write, so a call that is refused commits only its
  * record). Null when the session does not exist.
  */
 const FACTS = prepared(
   "tool-call-facts",
-  `SELECT s.mode, s.permission_mode, s.owner, ${memberApproversSql("s")} AS approvers, p.workspace_root, p.network_allowed, p.preview_origins,
-            EXISTS (SELECT 1 FROM tool_call_starts WHERE turn_id = $2 AND tool_call_id = $3) AS started_before,
-            (SELECT value->>'permissionMode' FROM app_settings WHERE key = 'defaults') AS app_permission,
-            (SELECT result FROM tool_calls WHERE turn_id = $2 AND tool_call_id = $3) AS recorded,
-            EXISTS (SELECT 1 FROM scheduled_runs WHERE session_id = s.id) AS unattended,
-            EXISTS (SELECT 1 FROM permission_grants WHERE session_id = s.id AND tool = $4) AS granted
+  `SELECT ${FACT_COLUMNS}, false AS start_written
      FROM sessions s JOIN projects p ON p.id = s.project_id WHERE s.id = $1`,
 );
 
-export async function readToolCallFacts(db: Db, call: ToolCallRef): Promise<ToolCallFacts | null> {
-  const r = await db.query(FACTS([call.sessionId, call.turnId, call.toolCallId, call.tool]));
+/**
+ * The facts and the start row in one statement, for a call the policy allows whatever the facts
+ * say (a read-only tool in a valid batch): the row is written unless the session is gone, the call
+ * has a recorded result or a start row already. `started_before` is as of before this statement
+ * (its snapshot), `start_written` says this statement wrote the row; it commits with the statement.
+ */
+const FACTS_AND_START = prepared(
+  "tool-call-facts-start",
+  `WITH start AS (
+       INSERT INTO tool_call_starts (turn_id, tool_call_id, session_id, tool, started_at)
+       SELECT $2, $3, $1, $4, $5
+        WHERE EXISTS (SELECT 1 FROM sessions WHERE id = $1)
+          AND NOT EXISTS (SELECT 1 FROM tool_calls WHERE turn_id = $2 AND tool_call_id = $3)
+       ON CONFLICT (turn_id, tool_call_id) DO NOTHING RETURNING 1
+     )
+     SELECT ${FACT_COLUMNS}, EXISTS (SELECT 1 FROM start) AS start_written
+       FROM sessions s JOIN projects p ON p.id = s.project_id WHERE s.id = $1`,
+);
+
+/**
+ * The call's facts in one statement; with `startAt` (a call the policy allows whatever the facts
+ * say) the same statement commits its start row too (`startWritten`), saving the start's own round
+ * trip. Null when the session does not exist.
+ */
+export async function readToolCallFacts(
+  db: Db,
+  call: ToolCallRef,
+  startAt?: Date,
+): Promise<(ToolCallFacts & { startWritten: boolean }) | null> {
+  const params = [call.sessionId, call.turnId, call.toolCallId, call.tool];
+  const r = await db.query(startAt ? FACTS_AND_START([...params, startAt]) : FACTS(params));
   const s = r.rows[0];
   if (!s) return null;
   return {
@@ -73,6 +105,7 @@ export async function readToolCallFacts(db: Db, call: ToolCallRef): Promise<Tool
     startedBefore: s.started_before === true,
     unattended: s.unattended === true,
     granted: s.granted === true,
+    startWritten: s.start_written === true,
   };
 }
 
