@@ -5,7 +5,7 @@ import { createHash } from "node:crypto";
 import path from "node:path";
 import { AppError } from "../../protocol/app-error.ts";
 import { ok, refuse, type Result } from "../../protocol/result.ts";
-import { openPlanDir, PLAN_DIR_REL, type PlanDir } from "./plan-dir.ts";
+import { openPlanDir, PLAN_DIR_REL, type PlanDir, resealAfterWrite } from "./plan-dir.ts";
 
 export const PLAN_DIR = PLAN_DIR_REL;
 export const MAX_PLAN_BYTES = 512 * 1024;
@@ -90,6 +90,8 @@ export function writePlanArtifact(opts: WriteArtifactOptions): Promise<Result<Wr
       return await createArtifact(dir, opts, bytes);
     } finally {
       await dir.close();
+      // The new file moved the folder's change time: its seal is read again off this path.
+      resealAfterWrite(opts.workspaceRoot, opts.sandboxUser);
     }
   });
 }
@@ -139,6 +141,16 @@ function artifactName(relativePath: string): Result<string> {
       path: relativePath,
     });
   return ok(name);
+}
+
+/** The plan file's sha256 (hex) as it is now, read as readPlanArtifact does; null when it cannot be read. */
+export async function planFileHash(workspaceRoot: string, relativePath: string): Promise<string | null> {
+  try {
+    const read = await readPlanArtifact(workspaceRoot, relativePath);
+    return read.ok ? sha256Hex(read.value) : null;
+  } catch {
+    return null;
+  }
 }
 
 /**

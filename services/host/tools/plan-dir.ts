@@ -1,10 +1,10 @@
 // The host's sealed plan folder `<workspace>/.pi/plan` (docs/operations.md "The plan folder"): the one
 // place that decides whether `.pi` and `.pi/plan` are safe, and the only way host code touches them.
 // Every component below the workspace root is opened through its parent's handle, never by following a link.
-import { execFile } from "node:child_process";
 import { constants, promises as fs } from "node:fs";
 import path from "node:path";
 import { AppError } from "../../protocol/app-error.ts";
+import { type AclEntry, folderAcls, run, stripAcl, unsafe } from "./folder-acls.ts";
 import { DEFAULT_SANDBOX_USER, sandboxUnavailable } from "./sandbox-user.ts";
 
 export const PI_DIR_NAME = ".pi";
@@ -22,40 +22,8 @@ interface SandboxIdentity {
   gids: number[];
 }
 
-interface AclEntry {
-  isDefault: boolean;
-  tag: string;
-  qualifier: string;
-  perms: string;
-  text: string;
-}
-
-/** A refusal of the plan folder: the exact reason, nothing repaired. */
-function unsafe(reason: string, rel: string): AppError {
-  return new AppError("PLAN_ARTIFACT_PATH_UNSAFE", `${reason}; nothing was changed`, {
-    details: { reason, path: rel },
-  });
-}
-
 const errno = (err: unknown) => (err as NodeJS.ErrnoException | null)?.code;
 const viaFd = (fd: number, name: string) => `/proc/self/fd/${fd}/${name}`;
-/** The host's fd as another process (getfacl, setfacl) can name it; the magic link is the open inode. */
-const fdPath = (fd: number) => `/proc/${process.pid}/fd/${fd}`;
-
-type RunResult = { ok: boolean; missing: boolean; out: string; err: string };
-function run(file: string, args: string[]): Promise<RunResult> {
-  return new Promise((resolve) =>
-    execFile(file, args, { encoding: "utf8", timeout: 10_000 }, (err, stdout, stderr) =>
-      resolve({
-        ok: !err,
-        missing: errno(err) === "ENOENT",
-        out: String(stdout),
-        err: String(stderr).trim() || String(err?.message ?? ""),
-      }),
-    ),
-  );
-}
-
 const identities = new Map<string, { at: number; identity: SandboxIdentity | null }>();
 
 /** The sandbox user's uid and groups (NSS, via id); null when the user does not exist. Cached a minute. */
@@ -69,56 +37,6 @@ async function sandboxIdentity(name: string): Promise<SandboxIdentity | null> {
     u.ok && g.ok && Number.isInteger(uid) && gids.every(Number.isInteger) ? { name, uid, gids } : null;
   identities.set(name, { at: Date.now(), identity });
   return identity;
-}
-
-function parseAcl(block: string): AclEntry[] {
-  const entries: AclEntry[] = [];
-  for (const raw of block.split("\n")) {
-    const text = raw.replace(/\s*#.*$/, "").trim();
-    if (!text) continue;
-    const parts = text.split(":");
-    const isDefault = parts[0] === "default";
-    const [tag = "", qualifier = "", perms = ""] = isDefault ? parts.slice(1) : parts;
-    entries.push({ isDefault, tag, qualifier, perms, text });
-  }
-  return entries;
-}
-
-/**
- * The ACL of each open folder, read by `getfacl --numeric --absolute-names` on /proc/<host pid>/fd/<n>:
- * getfacl follows the argument's link, and the kernel resolves that magic link to the open inode, not
- * to whatever the path names now. Without getfacl, `ls -ldL` tells only whether there is any ACL.
- */
-async function aclsOf(fds: number[], rels: string[]): Promise<AclEntry[][]> {
-  const paths = fds.map(fdPath);
-  const r = await run("getfacl", ["--numeric", "--absolute-names", "--", ...paths]);
-  if (r.ok) {
-    const blocks = new Map<string, string>();
-    for (const block of r.out.split(/^# file: /m).slice(1)) {
-      const nl = block.indexOf("\n");
-      blocks.set(block.slice(0, nl), block.slice(nl + 1));
-    }
-    return paths.map((p, i) => {
-      const block = blocks.get(p);
-      if (block === undefined) throw unsafe(`cannot read the ACL of ${rels[i]}`, rels[i]!);
-      return parseAcl(block);
-    });
-  }
-  if (!r.missing) throw unsafe(`cannot read the ACLs of ${rels.join(" and ")}: ${r.err}`, rels[0]!);
-  const ls = await run("ls", ["-ldL", "--", ...paths]);
-  const lines = ls.out.trim().split("\n");
-  const i = ls.ok ? lines.findIndex((line) => line[10] === "+") : 0;
-  if (i >= 0) throw unsafe(`${rels[i]} may carry ACL entries and getfacl (package acl) is missing`, rels[i]!);
-  return paths.map(() => []);
-}
-
-/** Removes every ACL entry (access extended entries and the default ACL) of a folder the host just made. */
-async function stripAcl(fd: number, rel: string): Promise<void> {
-  const r = await run("setfacl", ["--remove-all", "--remove-default", "--", fdPath(fd)]);
-  if (r.ok) return;
-  const [acl] = await aclsOf([fd], [rel]); // without setfacl: fine only if nothing was inherited
-  if (r.missing && acl?.length === 0) return;
-  throw unsafe(`cannot remove the ACL ${rel} inherited: ${r.err}`, rel);
 }
 
 /** `.pi/plan`: the host's own folder, writable by its owner only, no default ACL. */
@@ -210,14 +128,26 @@ async function checkFolders(pi: fs.FileHandle, plan: fs.FileHandle | null, user:
   const handles = plan ? [pi, plan] : [pi];
   const [who, acls, stats] = await Promise.all([
     sandboxIdentity(user),
-    aclsOf(
-      handles.map((h) => h.fd),
-      [PI_DIR_NAME, PLAN_DIR_REL],
-    ),
+    folderAcls(handles, [PI_DIR_NAME, PLAN_DIR_REL]),
     Promise.all(handles.map((h) => h.stat())),
   ]);
   checkPiDir(stats[0]!, acls[0]!, who, user);
   if (plan) checkPlanDir(stats[1]!, acls[1]!);
+}
+
+/**
+ * After the host wrote in `.pi/plan` (which moves its change time): checks both folders again in
+ * the background, so the next check finds their ACLs remembered (`folderAcls`). Never fails; a
+ * folder made unsafe meanwhile is refused by that next check as before.
+ */
+export function resealAfterWrite(workspaceRoot: string, sandboxUser?: string): void {
+  void openPlanDir(workspaceRoot, {
+    create: false,
+    check: true,
+    ...(sandboxUser ? { sandboxUser } : {}),
+  })
+    .then((dir) => dir.close())
+    .catch(() => {});
 }
 
 /** A plan file name: one component, no separator, never `.` or `..`. */
