@@ -5,7 +5,7 @@
 // statement roll back through `pihost_refuse` (migration 17, SQLSTATE PH003).
 import type { ProposalView } from "../../protocol/schemas.ts";
 import { newId } from "../ids.ts";
-import type { Db } from "./db.ts";
+import { type Db, prepared } from "./db.ts";
 import { appendedEventsColumn, appendEventsCtes, type WrittenEvent, writtenEvents } from "./event-store.ts";
 import { type ApprovalRow, proposalView } from "./plan-rows.ts";
 import { memberApproversSql } from "./project-members.ts";
@@ -102,6 +102,64 @@ const RESOLVED_SELECT = `SELECT ${WRITTEN_OR_REFUSED}, ${appendedEventsColumn()}
             (SELECT count(*) FROM ended) + (SELECT count(*) FROM nested) + (SELECT count(*) FROM entry)
               + (SELECT count(*) FROM audit) AS parts`;
 
+/** The approve statement (see `approveStatement`), prepared once per connection. */
+const APPROVE = prepared(
+  "plan-approve",
+  `WITH sess AS (
+       UPDATE sessions SET mode = 'agent', permission_mode = $5, version = version + 1, updated_at = $3
+        WHERE id = $2 AND version = $8 RETURNING id
+     ), ${END_PARKED("$7", "$3")}, decided AS (
+       UPDATE plan_approvals SET status = 'approved', action = 'approve', target_permission_mode = $5, resolved_at = $3,
+              resolved_by = $4, version = version + 1, execution_id = $9, execution_state = 'queued', execution_turn_id = $10
+        WHERE id = $1 AND status = 'pending' AND version = $6 AND EXISTS (SELECT 1 FROM sess) AND ${AFTER_END_PARKED}
+        RETURNING id
+     ), xturn AS (
+       INSERT INTO turns (id, session_id, kind, status, created_at, proposal_id)
+       SELECT $10, $2, 'execution', 'running', $3, $1 FROM decided RETURNING id
+     ), entry AS (
+       INSERT INTO transcript_entries (session_id, turn_id, role, message, created_at)
+       SELECT $2, $10, 'user', $11, $3 FROM xturn RETURNING 1
+     ), audit AS (
+       INSERT INTO audit_log (at, principal, session_id, turn_id, action, decision, details)
+       SELECT $3, $4, $2, $7, 'plan.approve', 'approve', $12 FROM decided RETURNING 1
+     ), ${appendEventsCtes(
+       "$2",
+       "$3",
+       [
+         { type: "turn.ended", body: "$13" },
+         { type: "plan.changed", body: "$14" },
+         { type: "session.changed", body: "$15" },
+       ],
+       "EXISTS (SELECT 1 FROM decided)",
+     )}
+     ${RESOLVED_SELECT}`,
+);
+
+/** The reject statement (see `rejectStatement`), prepared once per connection. */
+const REJECT = prepared(
+  "plan-reject",
+  `WITH ${END_PARKED("$6", "$3")}, decided AS (
+       UPDATE plan_approvals SET status = 'rejected', action = 'reject', resolved_at = $3, resolved_by = $4,
+              version = version + 1
+        WHERE id = $1 AND status = 'pending' AND version = $5 AND ${AFTER_END_PARKED} RETURNING id
+     ), entry AS (
+       INSERT INTO transcript_entries (session_id, turn_id, role, message, created_at)
+       SELECT $2, $6, 'user', $7, $3 FROM decided RETURNING 1
+     ), audit AS (
+       INSERT INTO audit_log (at, principal, session_id, turn_id, action, decision, details)
+       SELECT $3, $4, $2, $6, 'plan.reject', 'reject', $8 FROM decided RETURNING 1
+     ), ${appendEventsCtes(
+       "$2",
+       "$3",
+       [
+         { type: "turn.ended", body: "$9" },
+         { type: "plan.changed", body: "$10" },
+       ],
+       "EXISTS (SELECT 1 FROM decided)",
+     )}
+     ${RESOLVED_SELECT}`,
+);
+
 /**
  * Approve, one statement: the session to Agent with the chosen permission mode (its version
  * checked), the row approved with a new execution (its version checked), the parked turn ended, the
@@ -137,35 +195,7 @@ export async function approveStatement(db: Db, i: ResolveInput): Promise<Resolve
     { mode: "agent", permissionMode: i.mode, planningState: "inactive", version: session.version + 1 },
   ];
   const r = await db.query(
-    `WITH sess AS (
-       UPDATE sessions SET mode = 'agent', permission_mode = $5, version = version + 1, updated_at = $3
-        WHERE id = $2 AND version = $8 RETURNING id
-     ), ${END_PARKED("$7", "$3")}, decided AS (
-       UPDATE plan_approvals SET status = 'approved', action = 'approve', target_permission_mode = $5, resolved_at = $3,
-              resolved_by = $4, version = version + 1, execution_id = $9, execution_state = 'queued', execution_turn_id = $10
-        WHERE id = $1 AND status = 'pending' AND version = $6 AND EXISTS (SELECT 1 FROM sess) AND ${AFTER_END_PARKED}
-        RETURNING id
-     ), xturn AS (
-       INSERT INTO turns (id, session_id, kind, status, created_at, proposal_id)
-       SELECT $10, $2, 'execution', 'running', $3, $1 FROM decided RETURNING id
-     ), entry AS (
-       INSERT INTO transcript_entries (session_id, turn_id, role, message, created_at)
-       SELECT $2, $10, 'user', $11, $3 FROM xturn RETURNING 1
-     ), audit AS (
-       INSERT INTO audit_log (at, principal, session_id, turn_id, action, decision, details)
-       SELECT $3, $4, $2, $7, 'plan.approve', 'approve', $12 FROM decided RETURNING 1
-     ), ${appendEventsCtes(
-       "$2",
-       "$3",
-       [
-         { type: "turn.ended", body: "$13" },
-         { type: "plan.changed", body: "$14" },
-         { type: "session.changed", body: "$15" },
-       ],
-       "EXISTS (SELECT 1 FROM decided)",
-     )}
-     ${RESOLVED_SELECT}`,
-    [
+    APPROVE([
       row.id,
       row.session_id,
       at,
@@ -179,7 +209,7 @@ export async function approveStatement(db: Db, i: ResolveInput): Promise<Resolve
       JSON.stringify(opening),
       JSON.stringify({ proposalId: row.id, targetPermissionMode: i.mode, executionId }),
       ...bodies.map((b) => JSON.stringify(b)),
-    ],
+    ]),
   );
   return {
     events: writtenEvents(r.rows[0].events),
@@ -212,27 +242,7 @@ export async function rejectStatement(db: Db, i: ResolveInput): Promise<ResolveW
     { state: "planning", action: "rejected", proposal, status: proposal.status },
   ];
   const r = await db.query(
-    `WITH ${END_PARKED("$6", "$3")}, decided AS (
-       UPDATE plan_approvals SET status = 'rejected', action = 'reject', resolved_at = $3, resolved_by = $4,
-              version = version + 1
-        WHERE id = $1 AND status = 'pending' AND version = $5 AND ${AFTER_END_PARKED} RETURNING id
-     ), entry AS (
-       INSERT INTO transcript_entries (session_id, turn_id, role, message, created_at)
-       SELECT $2, $6, 'user', $7, $3 FROM decided RETURNING 1
-     ), audit AS (
-       INSERT INTO audit_log (at, principal, session_id, turn_id, action, decision, details)
-       SELECT $3, $4, $2, $6, 'plan.reject', 'reject', $8 FROM decided RETURNING 1
-     ), ${appendEventsCtes(
-       "$2",
-       "$3",
-       [
-         { type: "turn.ended", body: "$9" },
-         { type: "plan.changed", body: "$10" },
-       ],
-       "EXISTS (SELECT 1 FROM decided)",
-     )}
-     ${RESOLVED_SELECT}`,
-    [
+    REJECT([
       row.id,
       row.session_id,
       at,
@@ -242,7 +252,7 @@ export async function rejectStatement(db: Db, i: ResolveInput): Promise<ResolveW
       JSON.stringify(outcome),
       JSON.stringify({ proposalId: row.id }),
       ...bodies.map((b) => JSON.stringify(b)),
-    ],
+    ]),
   );
   return {
     events: writtenEvents(r.rows[0].events),

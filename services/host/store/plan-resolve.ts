@@ -10,7 +10,7 @@ import {
 } from "../../protocol/schemas.ts";
 import { commitOutcomeUnknown, isConnectionLost, withTransaction } from "./db.ts";
 import type { WrittenEvent } from "./event-store.ts";
-import { readPlanArtifact, sha256Hex } from "../tools/plan-artifact.ts";
+import { hashOf } from "../tools/plan-file-hints.ts";
 import {
   approveStatement,
   isRefused,
@@ -153,7 +153,7 @@ function checkRequest(
 }
 
 async function resolveOnce(
-  { db, clock }: PlanStoreDeps,
+  { db, clock, hints }: PlanStoreDeps,
   { lockRow, expireRow }: PlanRows,
   principal: string,
   p: PlansResolveParams,
@@ -161,6 +161,8 @@ async function resolveOnce(
 ): Promise<Result<ResolveOutcome>> {
   // One read of the row, its session and its project: every check below is decided on it, and the
   // write re-checks by version that nothing changed since.
+  // An approval's plan file is hashed while the row is read when this host knows where it is.
+  const early = p.action === "approve" ? hints?.hashEarly(p.proposalId) : null;
   const found = await readForResolve(db, p.proposalId);
   if (!found) return refuse("PLAN_NOT_FOUND");
   const checked = checkRequest(found, principal, p);
@@ -180,7 +182,10 @@ async function resolveOnce(
   // write below commits only if the row is still the version that hash was compared with. A
   // mismatch changes nothing (the row stays pending, Reject still works).
   if (p.action === "approve") {
-    const unchanged = await artifactUnchanged(row, session.workspace_root);
+    const unchanged = await artifactUnchanged(
+      row,
+      await hashOf(early, session.workspace_root, row.artifact_path),
+    );
     if (!unchanged.ok) return unchanged;
   }
   if (opts.readOnly) return refuse("PLAN_APPROVAL_CONFLICT");
@@ -194,7 +199,13 @@ async function resolveOnce(
       throw err;
     });
   try {
-    return ok(await record(write));
+    const outcome = await record(write);
+    // The execution's claim hashes the same file: where it is, by the execution turn.
+    if (outcome.kind === "approved") {
+      hints?.remember(outcome.executionTurnId, session.workspace_root, row.artifact_path);
+      hints?.forget(row.id);
+    } else if (outcome.kind === "rejected") hints?.forget(row.id);
+    return ok(outcome);
   } catch (err) {
     // The statement refused itself (its row changed since the read) and wrote nothing.
     if (isRefused(err, "PLAN_APPROVAL_CONFLICT"))
@@ -208,15 +219,11 @@ export function planResolve(deps: PlanStoreDeps, rows: PlanRows) {
     resolve(deps, rows, principal, p, opts);
 }
 
-/** PLAN_ARTIFACT_HASH_MISMATCH unless the plan file holds exactly the submitted bytes (a missing or unsafe file does not). */
-async function artifactUnchanged(row: ApprovalRow, workspaceRoot: string): Promise<Result<null>> {
-  let actual: string | null = null;
-  try {
-    const read = await readPlanArtifact(workspaceRoot, row.artifact_path);
-    actual = read.ok ? sha256Hex(read.value) : null;
-  } catch {
-    actual = null;
-  }
+/**
+ * PLAN_ARTIFACT_HASH_MISMATCH unless the plan file holds exactly the submitted bytes: `actual` is
+ * its hash now (null: missing, unsafe or unreadable, which never matches).
+ */
+function artifactUnchanged(row: ApprovalRow, actual: string | null): Result<null> {
   if (actual === row.artifact_sha256) return ok(null);
   return refuse("PLAN_ARTIFACT_HASH_MISMATCH", "the plan file changed since it was submitted", {
     path: row.artifact_path,

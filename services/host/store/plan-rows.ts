@@ -1,6 +1,7 @@
 // plan_approvals rows as the plan operations share them (docs/architecture.md "Plans"): the row, its
 // wire view, the row lock, the expiry and the end of a parked turn. Every change is one transaction
 // holding the row lock, with a version bump.
+import type { PlanFileHints } from "../tools/plan-file-hints.ts";
 import type { ProposalView } from "../../protocol/schemas.ts";
 import type { Clock } from "../clock.ts";
 import { appendAudit } from "./audit-log.ts";
@@ -70,6 +71,8 @@ export interface PlanStoreDeps {
   sandboxUser?: string;
   /** Test hooks only: the artifact write ("artifactWrite") and the row insert ("planRow") can fail. */
   faults?: PlanFaults;
+  /** Where this host's proposals keep their plan files (tools/plan-file-hints.ts); the store makes one. */
+  hints?: PlanFileHints;
 }
 
 /** The row operations every plan operation shares, bound to the store's dependencies. */

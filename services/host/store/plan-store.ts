@@ -1,6 +1,7 @@
 // plan_approvals rows (docs/architecture.md "Plans"), one file per operation: submission
 // (plan-submit.ts), resolution (plan-resolve.ts), the execution claim (plan-execution.ts); reads,
 // abort and expiry here. The database guards hold by themselves.
+import { createPlanFileHints } from "../tools/plan-file-hints.ts";
 import { ok, refuse, type Result } from "../../protocol/result.ts";
 import { boundPage } from "./bounded-page.ts";
 import {
@@ -188,7 +189,8 @@ async function expireIfDue(
   });
 }
 
-export function createPlanStore(deps: PlanStoreDeps) {
+export function createPlanStore(given: PlanStoreDeps) {
+  const deps: PlanStoreDeps = { ...given, hints: given.hints ?? createPlanFileHints() };
   const { db, clock } = deps;
   const rows = planRows(deps);
   return {

@@ -112,6 +112,7 @@ async function submit(deps: PlanStoreDeps, p: SubmitParams): Promise<Result<Prop
     await artifact.remove();
     return row;
   }
+  deps.hints?.remember(row.value.id, session.workspace_root, artifact.relativePath);
   return ok(proposalView(row.value));
 }
 

@@ -9,7 +9,7 @@ import { type BoundedPage, boundPage } from "./bounded-page.ts";
 import { encodePosition } from "../../protocol/pages.ts";
 import { appendAudit } from "./audit-log.ts";
 import type { Clock } from "../clock.ts";
-import { type Db, withTransaction } from "./db.ts";
+import { type Db, prepared, withTransaction } from "./db.ts";
 import { keysetWindow } from "./keyset-sql.ts";
 
 interface PluginRow {
@@ -74,11 +74,15 @@ export async function findPluginTool(
 }
 
 /** What an Agent turn is offered besides the built-ins: every enabled plugin tool. Never for Plan. */
+const PLUGIN_TOOL_SPECS = prepared(
+  "plugin-tool-specs",
+  `SELECT t AS tool FROM plugins p, jsonb_array_elements(p.manifest->'tools') t
+    WHERE p.enabled ORDER BY p.id, t->>'name'`,
+);
+
 export async function pluginToolSpecs(db: Db): Promise<ToolSpec[]> {
-  const r = await db.query(
-    `SELECT t AS tool FROM plugins p, jsonb_array_elements(p.manifest->'tools') t
-      WHERE p.enabled ORDER BY p.id, t->>'name'`,
-  );
+  // Prepared: read at every claim of a turn in Agent.
+  const r = await db.query(PLUGIN_TOOL_SPECS([]));
   return r.rows.map((row) => {
     const t = row.tool as PluginToolManifest;
     return { name: t.name, description: t.description, parameters: t.parameters };

@@ -204,8 +204,21 @@ async function claimTurn(
   const { db, sessions, plans, dispatcher, events } = sa.deps;
   const { sessionId } = context;
   const kind = context.turnKind === "execution" ? "execution" : "prompt";
+  // What the assignment needs is read beside the claim, not after it: the session row, the
+  // project's instructions (re-read at every claim, so an edited AGENTS.md applies from the next
+  // turn on) and, for a turn in Agent, the enabled plugin tools. Each is marked handled at once, so
+  // a claim refused meanwhile leaves no rejection unhandled.
+  const rowRead = sessions.getRow(db, sessionId);
+  const projectRead = rowRead.then((r) => promptContext(sa, sessionId, r.workspace_root));
+  const pluginsRead = kind === "execution" || context.mode === "agent" ? pluginToolSpecs(db) : null;
+  for (const read of [rowRead, projectRead, pluginsRead]) void read?.catch(() => {});
   if (kind === "execution") {
-    const claimed = await plans.claimExecution(turnId);
+    // queued -> running, its audit row and turn.started, plan.changed and turn.claimed: one
+    // statement, published in the session's order of events.
+    const claimed = await plans.claimExecution(turnId, {
+      workerId,
+      record: (write) => events.publishRows(audienceOf(sa, sessionId), write),
+    });
     if (!claimed.ok) {
       if (claimed.code === "PLAN_ARTIFACT_HASH_MISMATCH") {
         events.publish(audienceOf(sa, sessionId), "turn.ended", {
@@ -221,15 +234,9 @@ async function claimTurn(
       }
       return { activeTurnId: null, result: new AppError(claimed.code) };
     }
-    events.publish(audienceOf(sa, sessionId), "turn.started", { turnId, kind: "execution" });
-    events.publish(audienceOf(sa, sessionId), "plan.changed", {
-      state: "inactive",
-      execution: { executionId: claimed.proposal.executionId!, state: "running" },
-    });
   }
-  const row = await sessions.getRow(db, sessionId);
-  // Re-read at every claim (so an edited AGENTS.md applies from the next turn on), before the lease runs.
-  const project = await promptContext(sa, sessionId, row.workspace_root);
+  const [row, project] = await Promise.all([rowRead, projectRead]);
+  const plugins = row.mode === "agent" ? await (pluginsRead ?? pluginToolSpecs(db)) : [];
   const lease = dispatcher.grant({ turnId, sessionId, kind }, workerId);
   const assignment: TurnAssignment = {
     sessionId,
@@ -239,14 +246,15 @@ async function claimTurn(
     mode: row.mode,
     systemPrompt: buildSystemPrompt(row.mode, { turnKind: kind }, project),
     // Agent turns are also offered the enabled plugin tools; Plan turns never see them.
-    tools: buildTools(row.mode, { turnKind: kind }, row.mode === "agent" ? await pluginToolSpecs(db) : []),
+    tools: buildTools(row.mode, { turnKind: kind }, plugins),
     model: row.model_config,
     leaseMs: sa.deps.leaseMs,
     heartbeatMs: sa.deps.heartbeatMs,
     host: dispatcher.hostId,
   };
-  // People see that a worker took it (a follower says plainly when none has).
-  events.publish(audienceOf(sa, sessionId), "turn.claimed", { turnId, workerId });
+  // People see that a worker took it (a follower says plainly when none has); an execution's claim
+  // wrote its turn.claimed with the claim.
+  if (kind !== "execution") events.publish(audienceOf(sa, sessionId), "turn.claimed", { turnId, workerId });
   return { activeTurnId: turnId, result: assignment };
 }
 
