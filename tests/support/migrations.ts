@@ -22,6 +22,7 @@ export const RUN_HISTORY_DELETE = "1700000000015_run-history-delete";
 export const EVENT_CURSOR_BY_TX = "1700000000016_event-cursor-by-transaction";
 export const STATEMENT_REFUSAL = "1700000000017_statement-refusal";
 export const EVENT_ORDER_IN_SESSION = "1700000000018_event-order-within-session";
+export const UNUSED_EVENT_INDEX = "1700000000019_drop-unused-event-index";
 export const ALL = [
   LEGACY,
   PLAN_MODE,
@@ -41,6 +42,7 @@ export const ALL = [
   EVENT_CURSOR_BY_TX,
   STATEMENT_REFUSAL,
   EVENT_ORDER_IN_SESSION,
+  UNUSED_EVENT_INDEX,
 ];
 /** Every migration after the legacy layout, in order. */
 export const AFTER_LEGACY = ALL.slice(1);
