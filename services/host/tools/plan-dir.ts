@@ -135,19 +135,31 @@ async function checkFolders(pi: fs.FileHandle, plan: fs.FileHandle | null, user:
   if (plan) checkPlanDir(stats[1]!, acls[1]!);
 }
 
+/** How long after a plan write its folder's ACL is read again: past the request that wrote it. */
+const RESEAL_DELAY_MS = 50;
+const reseals = new Map<string, ReturnType<typeof setTimeout>>();
+
 /**
- * After the host wrote in `.pi/plan` (which moves its change time): checks both folders again in
- * the background, so the next check finds their ACLs remembered (`folderAcls`). Never fails; a
+ * After the host wrote in `.pi/plan` (which moves its change time): checks both folders again a
+ * little later, so the next check finds their ACLs remembered (`folderAcls`). Later: starting
+ * getfacl holds the event loop about a millisecond (the fork), which would land on the request
+ * that wrote the plan; writes in the same workspace meanwhile share one check. Never fails; a
  * folder made unsafe meanwhile is refused by that next check as before.
  */
 export function resealAfterWrite(workspaceRoot: string, sandboxUser?: string): void {
-  void openPlanDir(workspaceRoot, {
-    create: false,
-    check: true,
-    ...(sandboxUser ? { sandboxUser } : {}),
-  })
-    .then((dir) => dir.close())
-    .catch(() => {});
+  if (reseals.has(workspaceRoot)) return;
+  const timer = setTimeout(() => {
+    reseals.delete(workspaceRoot);
+    void openPlanDir(workspaceRoot, {
+      create: false,
+      check: true,
+      ...(sandboxUser ? { sandboxUser } : {}),
+    })
+      .then((dir) => dir.close())
+      .catch(() => {});
+  }, RESEAL_DELAY_MS);
+  timer.unref();
+  reseals.set(workspaceRoot, timer);
 }
 
 /** A plan file name: one component, no separator, never `.` or `..`. */
