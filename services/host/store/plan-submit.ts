@@ -5,6 +5,8 @@ import { ok, type Result, refuse } from "../../protocol/result.ts";
 import type { ProposalView } from "../../protocol/schemas.ts";
 import { newId } from "../ids.ts";
 import { prepared } from "./db.ts";
+import { appendedEventsColumn, appendEventsCtes, type WrittenEvent, writtenEvents } from "./event-store.ts";
+import { memberApproversSql } from "./project-members.ts";
 import { type WrittenArtifact, writePlanArtifact } from "../tools/plan-artifact.ts";
 import { type ApprovalRow, type PlanStoreDeps, proposalView } from "./plan-rows.ts";
 
@@ -18,6 +20,14 @@ export interface SubmitParams {
   toolCallId: string;
   principal: string;
   args: Record<string, unknown>;
+}
+
+export interface SubmitOptions {
+  /**
+   * Runs the statement in the session's order of events and publishes the plan.changed it wrote
+   * (sessions/events/event-publisher.ts `publishRows`); without it nothing is published.
+   */
+  record?: (write: SubmitWrite) => Promise<Result<ProposalView>>;
 }
 
 /** The submission's validated arguments. */
@@ -37,8 +47,8 @@ const BEFORE_SUBMIT = prepared(
 
 /**
  * The pending row and its audit row, one statement: written only while the session is still in
- * Plan (its row locked for the statement), else nothing. A second pending row of the session fails
- * its unique index (23505).
+ * Plan (its row locked for the statement), else nothing, with its `plan.changed` event ($16). A
+ * second pending row of the session fails its unique index (23505).
  */
 const INSERT_PENDING = prepared(
   "plan-submit-insert",
@@ -51,45 +61,91 @@ const INSERT_PENDING = prepared(
      ), audit AS (
        INSERT INTO audit_log (at, principal, session_id, turn_id, tool_call_id, action, details)
        SELECT $12, $14, a.session_id, a.turn_id, a.tool_call_id, 'plan.submit', $15 FROM a RETURNING 1
-     )
-     SELECT * FROM a`,
+     ), ${appendEventsCtes("$3", "$12", [{ type: "plan.changed", body: "$16" }], "EXISTS (SELECT 1 FROM a)")}
+     SELECT (SELECT row_to_json(a) FROM a) AS row, ${appendedEventsColumn()},
+            (SELECT ${memberApproversSql("s")} FROM sessions s WHERE s.id = $3) AS approvers`,
 );
 
-/** The pending row and its audit (see INSERT_PENDING); PLAN_NOT_ACTIVE when the session left Plan. */
+/** The submission's write with the event it appended, as the event publisher runs and publishes it. */
+export type SubmitWrite = (
+  at: Date,
+) => Promise<{ events: WrittenEvent[]; approvers: string[]; value: Result<ProposalView> }>;
+
+/**
+ * The pending row, its audit row and its plan.changed (see INSERT_PENDING), run by `record` in the
+ * session's order of events; PLAN_NOT_ACTIVE when the session left Plan (nothing written).
+ */
 async function insertPending(
   deps: PlanStoreDeps,
   p: SubmitParams,
   plan: Submitted & { id: string; now: Date; artifact: WrittenArtifact },
-): Promise<Result<ApprovalRow>> {
+  record: (write: SubmitWrite) => Promise<Result<ProposalView>>,
+): Promise<Result<ProposalView>> {
   const { id, now, artifact } = plan;
   await deps.faults?.enter("planRow");
-  const r = await deps.db.query(
-    INSERT_PENDING([
-      id,
-      newId("req"),
-      p.sessionId,
-      p.turnId,
-      p.toolCallId,
-      plan.title,
-      plan.question,
-      plan.markdown,
-      artifact.relativePath,
-      artifact.sha256,
-      artifact.byteSize,
-      now,
-      new Date(now.getTime() + deps.approvalTimeoutMs),
-      p.principal,
-      JSON.stringify({ proposalId: id, path: artifact.relativePath, sha256: artifact.sha256 }),
-    ]),
-  );
-  return r.rows[0] ? ok(r.rows[0] as ApprovalRow) : refuse("PLAN_NOT_ACTIVE");
+  const deadline = new Date(now.getTime() + deps.approvalTimeoutMs);
+  // The view as the row will read: the event carries it, written by the same statement.
+  const proposal = proposalView({
+    id,
+    session_id: p.sessionId,
+    turn_id: p.turnId,
+    tool_call_id: p.toolCallId,
+    title: plan.title,
+    question: plan.question,
+    artifact_path: artifact.relativePath,
+    artifact_sha256: artifact.sha256,
+    artifact_size: artifact.byteSize,
+    status: "pending",
+    action: null,
+    target_permission_mode: null,
+    deadline,
+    version: 0,
+    execution_id: null,
+    execution_state: null,
+    error_code: null,
+    created_at: now,
+    resolved_at: null,
+  } as ApprovalRow);
+  const changed = { state: "awaiting_approval", action: "submitted", proposal, status: "pending" };
+  return record(async () => {
+    const r = await deps.db.query(
+      INSERT_PENDING([
+        id,
+        newId("req"),
+        p.sessionId,
+        p.turnId,
+        p.toolCallId,
+        plan.title,
+        plan.question,
+        plan.markdown,
+        artifact.relativePath,
+        artifact.sha256,
+        artifact.byteSize,
+        now,
+        deadline,
+        p.principal,
+        JSON.stringify({ proposalId: id, path: artifact.relativePath, sha256: artifact.sha256 }),
+        JSON.stringify(changed),
+      ]),
+    );
+    const x = r.rows[0];
+    return {
+      events: writtenEvents(x.events),
+      approvers: x.approvers ?? [],
+      value: x.row ? ok(proposal) : refuse("PLAN_NOT_ACTIVE"),
+    };
+  });
 }
 
 /**
  * ExitPlanMode: validates the arguments, writes the artifact, then commits the pending row. The
  * file is removed again if the row does not commit. The caller checked mode and live turn.
  */
-async function submit(deps: PlanStoreDeps, p: SubmitParams): Promise<Result<ProposalView>> {
+async function submit(
+  deps: PlanStoreDeps,
+  p: SubmitParams,
+  opts: SubmitOptions,
+): Promise<Result<ProposalView>> {
   const { db, clock } = deps;
   const { title, markdown, question } = p.args;
   if (!isNonEmpty(title) || !isNonEmpty(markdown) || !isNonEmpty(question))
@@ -114,9 +170,10 @@ async function submit(deps: PlanStoreDeps, p: SubmitParams): Promise<Result<Prop
   if (!written.ok) return written;
   const artifact = written.value;
   const plan = { title, markdown, question, id: newId("plan"), now, artifact };
-  let row: Result<ApprovalRow>;
+  const record = opts.record ?? ((write: SubmitWrite) => write(now).then((w) => w.value));
+  let row: Result<ProposalView>;
   try {
-    row = await insertPending(deps, p, plan);
+    row = await insertPending(deps, p, plan, record);
   } catch (err) {
     await artifact.remove();
     if ((err as { code?: string }).code === "23505") return refuse("PLAN_ALREADY_PENDING");
@@ -126,10 +183,10 @@ async function submit(deps: PlanStoreDeps, p: SubmitParams): Promise<Result<Prop
     await artifact.remove();
     return row;
   }
-  deps.hints?.remember(row.value.id, workspaceRoot, artifact.relativePath);
-  return ok(proposalView(row.value));
+  deps.hints?.remember(row.value.proposalId, workspaceRoot, artifact.relativePath);
+  return row;
 }
 
 export function planSubmit(deps: PlanStoreDeps) {
-  return (p: SubmitParams): Promise<Result<ProposalView>> => submit(deps, p);
+  return (p: SubmitParams, opts: SubmitOptions = {}): Promise<Result<ProposalView>> => submit(deps, p, opts);
 }

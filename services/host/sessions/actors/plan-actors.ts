@@ -91,21 +91,14 @@ async function submitPlan(
   args: Record<string, unknown>,
 ): Promise<Result<StepOutput>> {
   const { plans, events, audience } = deps;
-  const submitted = await plans.submit({
-    sessionId,
-    turnId,
-    toolCallId,
-    principal: audience(sessionId).owner,
-    args,
-  });
+  // The pending row, its audit row and its plan.changed are one statement, published in the
+  // session's order of events.
+  const submitted = await plans.submit(
+    { sessionId, turnId, toolCallId, principal: audience(sessionId).owner, args },
+    { record: (write) => events.publishRows(audience(sessionId), write) },
+  );
   if (!submitted.ok) return submitted;
   const proposal = submitted.value;
-  events.publish(audience(sessionId), "plan.changed", {
-    state: "awaiting_approval",
-    action: "submitted",
-    proposal,
-    status: "pending",
-  });
   const result: ToolExecuteResult = {
     content: [
       {
