@@ -4,16 +4,11 @@
 // plan.changed and turn.claimed), so exactly one claim wins and commits all of it in one
 // transaction; every other claim is PLAN_EXECUTION_STALE and writes nothing (fails when the write
 // stops checking the row's state and version, or when its parts commit apart).
-import { mkdirSync } from "node:fs";
-import path from "node:path";
 import { describe, expect, it } from "vitest";
-import { createClock } from "../services/host/clock.ts";
-import { createDb, type Db, withTransaction } from "../services/host/store/db.ts";
+import { createDb, type Db } from "../services/host/store/db.ts";
 import { migrateUp } from "../services/host/store/migrate.ts";
-import { createPlanStore } from "../services/host/store/plan-store.ts";
-import { createProjectStore } from "../services/host/store/project-store.ts";
-import { createSessionStore } from "../services/host/store/session-store.ts";
 import { unwrap } from "../services/protocol/result.ts";
+import { pendingProposal, planStores } from "./support/plan-store.ts";
 import { useStack } from "./support/stack-fixture.ts";
 
 const CLAIMERS = 20;
@@ -33,29 +28,14 @@ describe(`${CLAIMERS} concurrent claims of one approved execution (the plan stor
   });
 
   it("exactly one goes queued -> running, with its audit row and its three events in the same transaction", async () => {
-    const clock = createClock();
-    const sessions = createSessionStore({ db, clock });
-    const projects = createProjectStore({ db, clock, workspaceRoots: [dir] });
-    const plans = createPlanStore({ db, clock, sessions, approvalTimeoutMs: 30 * 60_000 });
+    const stores = planStores(db, dir);
+    const { plans } = stores;
     for (let round = 0; round < ROUNDS; round++) {
-      const ws = path.join(dir, `ws-${round}`);
-      mkdirSync(ws);
-      const project = unwrap(await projects.create("alice", `p${round}`, ws));
-      const session = unwrap(
-        await sessions.createSession("alice", { projectId: project.id, mode: "plan" }, "host-claims"),
-      );
-      const turnId = await withTransaction(db, (tx) =>
-        sessions.insertTurn(tx, { sessionId: session.id, kind: "prompt", text: "plan" }),
-      );
-      const proposal = unwrap(
-        await plans.submit({
-          sessionId: session.id,
-          turnId,
-          toolCallId: `exit-${round}`,
-          principal: "alice",
-          args: { title: `Claim race ${round}`, markdown: `# round ${round}\n`, question: "Go?" },
-        }),
-      );
+      const { session, turnId, proposal } = await pendingProposal(stores, `ws-${round}`, {
+        toolCallId: `exit-${round}`,
+        title: `Claim race ${round}`,
+        markdown: `# round ${round}\n`,
+      });
       const approved = unwrap(
         await plans.resolve(
           "alice",

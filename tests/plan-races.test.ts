@@ -6,15 +6,12 @@
 // between), so the database guard holds by itself. Which action wins a mixed race is up to the race
 // (every assertion below holds for either winner); a third race of approves only always has an
 // approve winner, so the one-execution checks run on every run.
-import { existsSync, mkdirSync } from "node:fs";
+import { existsSync } from "node:fs";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
-import { createClock } from "../services/host/clock.ts";
-import { createDb, type Db, withTransaction } from "../services/host/store/db.ts";
+import { createDb, type Db } from "../services/host/store/db.ts";
 import { migrateUp } from "../services/host/store/migrate.ts";
-import { createPlanStore, type ResolveOutcome } from "../services/host/store/plan-store.ts";
-import { createProjectStore } from "../services/host/store/project-store.ts";
-import { createSessionStore } from "../services/host/store/session-store.ts";
+import type { ResolveOutcome } from "../services/host/store/plan-store.ts";
 import { AppError } from "../services/protocol/app-error.ts";
 import type { ProposalView } from "../services/protocol/schemas.ts";
 import {
@@ -27,6 +24,7 @@ import {
   turnEnded,
   writeStep,
 } from "./support/plans.ts";
+import { pendingProposal, planStores } from "./support/plan-store.ts";
 import { useStack } from "./support/stack-fixture.ts";
 import type { TestDatabase } from "./support/test-db.ts";
 import { refusalCode } from "./support/worker-double.ts";
@@ -241,37 +239,18 @@ describe("20 concurrent resolves against the plan store (no actor in between)", 
   });
 
   it("the row lock and version check alone allow exactly one transition per proposal", async () => {
-    const clock = createClock();
-    const sessions = createSessionStore({ db, clock });
-    const projects = createProjectStore({ db, clock, workspaceRoots: [dir] });
-    const plans = createPlanStore({ db, clock, sessions, approvalTimeoutMs: 30 * 60_000 });
+    const stores = planStores(db, dir);
+    const { plans } = stores;
     const winners: string[] = [];
     // Several rounds (fresh sessions) so both interleavings of the mix get raced.
     for (let round = 0; round < 6; round++) {
       const first: Mix = (["approve", "reject", "approves"] as const)[round % 3]!;
-      const ws = path.join(dir, `ws-${round}`);
-      mkdirSync(ws);
-      const project = unwrap(await projects.create("alice", `p${round}`, ws));
-      await projects.members.add("alice", project.id, "bob");
-      const session = unwrap(
-        await sessions.createSession(
-          "alice",
-          { projectId: project.id, mode: "plan", approvers: ["bob"] },
-          "host-store",
-        ),
-      );
-      const turnId = await withTransaction(db, (tx) =>
-        sessions.insertTurn(tx, { sessionId: session.id, kind: "prompt", text: "plan" }),
-      );
-      const proposal = unwrap(
-        await plans.submit({
-          sessionId: session.id,
-          turnId,
-          toolCallId: `exit-${round}`,
-          principal: "alice",
-          args: { title: `Store race ${round}`, markdown: `# round ${round}\n`, question: "Go?" },
-        }),
-      );
+      const { session, turnId, proposal } = await pendingProposal(stores, `ws-${round}`, {
+        toolCallId: `exit-${round}`,
+        title: `Store race ${round}`,
+        markdown: `# round ${round}\n`,
+        approvers: ["bob"],
+      });
 
       const sent = racers(first);
       const settled = await Promise.allSettled(

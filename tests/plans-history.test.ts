@@ -1,26 +1,15 @@
-// plans.history and `pihost plans history|get` (docs/protocol.md, docs/cli.md): a session's
-// proposals of every status, newest first, paged by a keyset cursor. Over NATS against the real host
-// and scripted worker: one session makes a rejected, an interrupted (host restart), an expired (host
-// clock), an approved-and-executed and a pending plan; owner and approver read them, anyone else is
-// FORBIDDEN; the CLI says interrupted and expired plainly. Then against the plan store alone: a
-// pending row past its deadline is expired by the read, and the cursor keeps microsecond order.
-import { mkdirSync } from "node:fs";
-import path from "node:path";
 import { describe, expect, it } from "vitest";
 import { createClock } from "../services/host/clock.ts";
-import { createDb, type Db, withTransaction } from "../services/host/store/db.ts";
+import { createDb, type Db } from "../services/host/store/db.ts";
 import { migrateUp } from "../services/host/store/migrate.ts";
-import { createPlanStore } from "../services/host/store/plan-store.ts";
-import { createProjectStore } from "../services/host/store/project-store.ts";
-import { createSessionStore } from "../services/host/store/session-store.ts";
 import type { ProposalHistoryPage, ProposalView, SessionView } from "../services/protocol/schemas.ts";
+import { pendingProposal, planStores } from "./support/plan-store.ts";
 import { jsonError, jsonOut, pihost } from "./support/cli.ts";
 import { approveProposal, exitPlanStep, isPlanChanged, rows, writeStep } from "./support/plans.ts";
 import { addMembers, type EventCollector, eventually } from "./support/stack.ts";
 import { useStack } from "./support/stack-fixture.ts";
 import type { TestDatabase } from "./support/test-db.ts";
 import { refusalCode } from "./support/worker-double.ts";
-import { unwrap } from "../services/protocol/result.ts";
 import { isEvent } from "./support/events.ts";
 
 const TITLES = ["Rejected plan", "Interrupted plan", "Expired plan", "Approved plan", "Pending plan"];
@@ -335,27 +324,13 @@ describe("plans.history against the plan store alone", () => {
 
   it("expires a pending row past its deadline on read, and pages in microsecond order by a keyset", async () => {
     const clock = createClock();
-    const sessions = createSessionStore({ db, clock });
-    const projects = createProjectStore({ db, clock, workspaceRoots: [dir] });
-    const plans = createPlanStore({ db, clock, sessions, approvalTimeoutMs: 30 * 60_000 });
-    const ws = path.join(dir, "ws");
-    mkdirSync(ws);
-    const project = unwrap(await projects.create("alice", "history", ws));
-    const session = unwrap(
-      await sessions.createSession("alice", { projectId: project.id, mode: "plan" }, "host-store"),
-    );
-    const turnId = await withTransaction(db, (tx) =>
-      sessions.insertTurn(tx, { sessionId: session.id, kind: "prompt", text: "plan" }),
-    );
-    const proposal = unwrap(
-      await plans.submit({
-        sessionId: session.id,
-        turnId,
-        toolCallId: "exit-1",
-        principal: "alice",
-        args: { title: "Slow", markdown: "# slow\n", question: "Go?" },
-      }),
-    );
+    const stores = planStores(db, dir, clock);
+    const { plans } = stores;
+    const { session, proposal } = await pendingProposal(stores, "ws", {
+      toolCallId: "exit-1",
+      title: "Slow",
+      markdown: "# slow\n",
+    });
     expect((await plans.history(session.id, {})).proposals.map((p) => p.status)).toEqual(["pending"]);
 
     // Past the deadline the read itself expires the row, as plans.pending does (once).
