@@ -152,11 +152,25 @@ export interface AppendedEvent {
   approvers: string[];
 }
 
+/**
+ * A statement that appends events with the rows they belong to, as the event publisher runs and
+ * publishes it (sessions/events/event-publisher.ts `publishRows`): what it appended, who may
+ * receive it as of its commit (`approversColumn`), and its own value.
+ */
+export type EventRowsWrite<V> = (
+  at: Date,
+) => Promise<{ events: WrittenEvent[]; approvers: string[]; value: V }>;
+
+/** The SELECT column of the session's member approvers as of this statement (`AS approvers`). */
+export function approversColumn(sessionIdSql: string): string {
+  return `(SELECT ${memberApproversSql("s")} FROM sessions s WHERE s.id = ${sessionIdSql}) AS approvers`;
+}
+
 /** `ev_<tag>`'s row and the session's member approvers, as AppendedEvent (one SELECT list). */
 export function appendedEventColumns(sessionIdParam: string, tag = "e"): string {
   return `(SELECT seq FROM ev_${tag}) AS seq, (SELECT cursor FROM ev_${tag}) AS cursor,
           (SELECT tx FROM ev_${tag}) AS tx,
-          (SELECT ${memberApproversSql("s")} FROM sessions s WHERE s.id = ${sessionIdParam}) AS approvers`;
+          ${approversColumn(sessionIdParam)}`;
 }
 
 export function appendedEvent(row: {

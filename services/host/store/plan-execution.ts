@@ -4,10 +4,15 @@
 import type { ProposalView } from "../../protocol/schemas.ts";
 import { appendAudit } from "./audit-log.ts";
 import { type Tx, prepared, withTransaction } from "./db.ts";
-import { appendedEventsColumn, appendEventsCtes, type WrittenEvent, writtenEvents } from "./event-store.ts";
+import {
+  appendedEventsColumn,
+  appendEventsCtes,
+  approversColumn,
+  type EventRowsWrite,
+  writtenEvents,
+} from "./event-store.ts";
 import { hashOf } from "../tools/plan-file-hints.ts";
 import { type ApprovalRow, type PlanStoreDeps, proposalView } from "./plan-rows.ts";
-import { memberApproversSql } from "./project-members.ts";
 
 /**
  * A claim's outcome with the proposal as the claim left it: `running` when ok, `interrupted` on a
@@ -19,9 +24,7 @@ export type ClaimExecutionOutcome =
   | { ok: false; code: "PLAN_EXECUTION_STALE"; proposal: ProposalView | null };
 
 /** The claim's write with the events it appended, as the event publisher runs and publishes it. */
-export type ClaimWrite = (
-  at: Date,
-) => Promise<{ events: WrittenEvent[]; approvers: string[]; value: ClaimExecutionOutcome }>;
+export type ClaimWrite = EventRowsWrite<ClaimExecutionOutcome>;
 
 export interface ClaimOptions {
   /** The worker taking the turn (its `turn.claimed` event is written with the claim). */
@@ -57,7 +60,7 @@ const CLAIM = prepared(
        "EXISTS (SELECT 1 FROM decided)",
      )}
      SELECT (SELECT count(*) FROM decided) AS claimed, ${appendedEventsColumn()},
-            (SELECT ${memberApproversSql("s")} FROM sessions s WHERE s.id = $3) AS approvers`,
+            ${approversColumn("$3")}`,
 );
 
 export function planExecution(deps: PlanStoreDeps) {

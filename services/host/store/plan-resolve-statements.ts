@@ -6,7 +6,13 @@
 import type { ProposalView } from "../../protocol/schemas.ts";
 import { newId } from "../ids.ts";
 import { type Db, prepared } from "./db.ts";
-import { appendedEventsColumn, appendEventsCtes, type WrittenEvent, writtenEvents } from "./event-store.ts";
+import {
+  appendedEventsColumn,
+  appendEventsCtes,
+  approversColumn,
+  type WrittenEvent,
+  writtenEvents,
+} from "./event-store.ts";
 import { type ApprovalRow, proposalView } from "./plan-rows.ts";
 import { memberApproversSql } from "./project-members.ts";
 
@@ -98,7 +104,7 @@ const AFTER_END_PARKED = "(SELECT count(*) FROM nested) + (SELECT count(*) FROM 
  * them, and how many of the other parts wrote (`$2` is the session id in both).
  */
 const RESOLVED_SELECT = `SELECT ${WRITTEN_OR_REFUSED}, ${appendedEventsColumn()},
-            (SELECT ${memberApproversSql("s")} FROM sessions s WHERE s.id = $2) AS approvers,
+            ${approversColumn("$2")},
             (SELECT count(*) FROM ended) + (SELECT count(*) FROM nested) + (SELECT count(*) FROM entry)
               + (SELECT count(*) FROM audit) AS parts`;
 

@@ -9,7 +9,7 @@ import {
   type ProposalView,
 } from "../../protocol/schemas.ts";
 import { commitOutcomeUnknown, isConnectionLost, withTransaction } from "./db.ts";
-import type { WrittenEvent } from "./event-store.ts";
+import type { EventRowsWrite } from "./event-store.ts";
 import { hashOf } from "../tools/plan-file-hints.ts";
 import {
   approveStatement,
@@ -32,9 +32,7 @@ export type ResolveOutcome =
   | { kind: "recorded"; proposal: ProposalView };
 
 /** A statement's write with the events it appended, as the event publisher runs and publishes it. */
-export type ResolveWrite = (
-  at: Date,
-) => Promise<{ events: WrittenEvent[]; approvers: string[]; value: ResolveOutcome }>;
+export type ResolveWrite = EventRowsWrite<ResolveOutcome>;
 
 export interface ResolveOptions {
   /** No pending approval is held by the session actor: a still-pending row is never transitioned. */

@@ -5,8 +5,13 @@ import { ok, type Result, refuse } from "../../protocol/result.ts";
 import type { ProposalView } from "../../protocol/schemas.ts";
 import { newId } from "../ids.ts";
 import { prepared } from "./db.ts";
-import { appendedEventsColumn, appendEventsCtes, type WrittenEvent, writtenEvents } from "./event-store.ts";
-import { memberApproversSql } from "./project-members.ts";
+import {
+  appendedEventsColumn,
+  appendEventsCtes,
+  approversColumn,
+  type EventRowsWrite,
+  writtenEvents,
+} from "./event-store.ts";
 import { type WrittenArtifact, writePlanArtifact } from "../tools/plan-artifact.ts";
 import { type ApprovalRow, type PlanStoreDeps, proposalView } from "./plan-rows.ts";
 
@@ -63,13 +68,11 @@ const INSERT_PENDING = prepared(
        SELECT $12, $14, a.session_id, a.turn_id, a.tool_call_id, 'plan.submit', $15 FROM a RETURNING 1
      ), ${appendEventsCtes("$3", "$12", [{ type: "plan.changed", body: "$16" }], "EXISTS (SELECT 1 FROM a)")}
      SELECT (SELECT row_to_json(a) FROM a) AS row, ${appendedEventsColumn()},
-            (SELECT ${memberApproversSql("s")} FROM sessions s WHERE s.id = $3) AS approvers`,
+            ${approversColumn("$3")}`,
 );
 
 /** The submission's write with the event it appended, as the event publisher runs and publishes it. */
-export type SubmitWrite = (
-  at: Date,
-) => Promise<{ events: WrittenEvent[]; approvers: string[]; value: Result<ProposalView> }>;
+export type SubmitWrite = EventRowsWrite<Result<ProposalView>>;
 
 /**
  * The pending row, its audit row and its plan.changed (see INSERT_PENDING), run by `record` in the

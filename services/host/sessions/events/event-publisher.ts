@@ -12,9 +12,9 @@ import { eventSubject } from "../../../protocol/subjects.ts";
 import type { Clock, TimerHandle } from "../../clock.ts";
 import {
   type AppendedEvent,
+  type EventRowsWrite,
   type EventStore,
   storedBody,
-  type WrittenEvent,
 } from "../../store/event-store.ts";
 
 /** Room kept under max_payload for an event's subject and protocol line. */
@@ -222,11 +222,7 @@ async function publishMany(
  * to the owner and the approvers the statement read. Resolves with its value; rejects when it
  * failed (nothing published).
  */
-function publishRows<R>(
-  st: PublisherState,
-  to: Audience,
-  write: (at: Date) => Promise<{ events: WrittenEvent[]; approvers: readonly string[]; value: R }>,
-): Promise<R> {
+function publishRows<R>(st: PublisherState, to: Audience, write: EventRowsWrite<R>): Promise<R> {
   const at = st.deps.clock.date();
   let value: R;
   return enqueue(st, to.sessionId, async () => {
@@ -348,10 +344,7 @@ export function createEventPublisher(deps: EventPublisherDeps) {
       return publishMany(st, events);
     },
     /** Runs a statement that appends several events with their rows, then publishes them (see `publishRows`). */
-    publishRows<R>(
-      to: Audience,
-      write: (at: Date) => Promise<{ events: WrittenEvent[]; approvers: readonly string[]; value: R }>,
-    ): Promise<R> {
+    publishRows<R>(to: Audience, write: EventRowsWrite<R>): Promise<R> {
       return publishRows(st, to, write);
     },
     /** Publishes live only, with no row and no sequence number (see `publishLive`). */
