@@ -62,12 +62,13 @@ const INSERT_PENDING = prepared(
      ), a AS (
        INSERT INTO plan_approvals (id, request_id, session_id, turn_id, tool_call_id, title, question, markdown,
               artifact_path, artifact_sha256, artifact_size, status, created_at, deadline, version)
-       SELECT $1, $2, s.id, $4, $5, $6, $7, $8, $9, $10, $11, 'pending', $12, $13, 0 FROM s RETURNING *
+       SELECT $1, $2, s.id, $4, $5, $6, $7, $8, $9, $10, $11, 'pending', $12, $13, 0 FROM s
+       RETURNING session_id, turn_id, tool_call_id
      ), audit AS (
        INSERT INTO audit_log (at, principal, session_id, turn_id, tool_call_id, action, details)
        SELECT $12, $14, a.session_id, a.turn_id, a.tool_call_id, 'plan.submit', $15 FROM a RETURNING 1
      ), ${appendEventsCtes("$3", "$12", [{ type: "plan.changed", body: "$16" }], "EXISTS (SELECT 1 FROM a)")}
-     SELECT (SELECT row_to_json(a) FROM a) AS row, ${appendedEventsColumn()},
+     SELECT (SELECT count(*) FROM a) AS written, ${appendedEventsColumn()},
             ${approversColumn("$3")}`,
 );
 
@@ -135,7 +136,7 @@ async function insertPending(
     return {
       events: writtenEvents(x.events),
       approvers: x.approvers ?? [],
-      value: x.row ? ok(proposal) : refuse("PLAN_NOT_ACTIVE"),
+      value: Number(x.written) === 1 ? ok(proposal) : refuse("PLAN_NOT_ACTIVE"),
     };
   });
 }
