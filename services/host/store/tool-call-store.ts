@@ -32,6 +32,8 @@ export interface ToolCallFacts {
   startedBefore: boolean;
   unattended: boolean;
   granted: boolean;
+  /** This read also committed the call's start row (readToolCallFacts with `startAt`). */
+  startWritten: boolean;
 }
 
 export interface ToolCallRef {
@@ -87,7 +89,7 @@ export async function readToolCallFacts(
   db: Db,
   call: ToolCallRef,
   startAt?: Date,
-): Promise<(ToolCallFacts & { startWritten: boolean }) | null> {
+): Promise<ToolCallFacts | null> {
   const params = [call.sessionId, call.turnId, call.toolCallId, call.tool];
   const r = await db.query(startAt ? FACTS_AND_START([...params, startAt]) : FACTS(params));
   const s = r.rows[0];

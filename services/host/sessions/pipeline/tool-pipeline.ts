@@ -216,7 +216,7 @@ async function decideAndRun(
   lease: Lease,
   p: ToolsExecuteParams,
   call: { sessionId: string; turnId: string; toolCallId: string; tool: string },
-  s: ToolCallFacts & { startWritten: boolean },
+  s: ToolCallFacts,
   argsProblem: string | undefined,
 ): Promise<ToolExecuteResult> {
   const { db, clock } = pl.deps;
